@@ -108,4 +108,6 @@ def decode_record(value: bytes) -> Record:
         raise ValueError("expected an image of data_type STRING and a label of data_type INT32")
     packed = label[_INT32_DATA]
     label_value = _read_varint(packed, 0)[0] if isinstance(packed, bytes) else packed
+    if label_value >= 1 << 63:  # a negative int32, written as ten bytes
+        label_value -= 1 << 64
     return Record(jpeg=bytes(image[_STRING_DATA]), label=int(label_value))  # type: ignore[arg-type]

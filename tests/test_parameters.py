@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import pytest
+
+from helpers.parameters import ParameterError, check_known, positive_int, positive_ints
+
+DECLARED = {"batch_size": 8, "device": "auto", "rate": 0.5, "image_dir": None,
+            "thread_counts": [1, 4], "flag": False}
+
+
+def test_known_parameters_of_the_right_type_pass() -> None:
+    check_known(DECLARED, {"batch_size": 4, "rate": 1, "image_dir": "/x", "thread_counts": [2],
+                           "flag": True}, "nb.ipynb")
+
+
+def test_an_unknown_parameter_is_named() -> None:
+    with pytest.raises(ParameterError, match="nb.ipynb has no parameter batchsize"):
+        check_known(DECLARED, {"batchsize": 4}, "nb.ipynb")
+
+
+@pytest.mark.parametrize("name,value", [("batch_size", "8"), ("batch_size", 8.0),
+                                        ("batch_size", True), ("device", 1),
+                                        ("thread_counts", 4), ("flag", 1)])
+def test_a_mistyped_parameter_is_named(name, value) -> None:
+    with pytest.raises(ParameterError, match=f"parameter {name} must be of type"):
+        check_known(DECLARED, {name: value}, "nb.ipynb")
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, "3", True, None])
+def test_positive_int_rejects(value) -> None:
+    with pytest.raises(ParameterError, match="batch_size"):
+        positive_int("batch_size", value)
+
+
+def test_positive_ints() -> None:
+    assert positive_ints("threads", [1, 2]) == [1, 2]
+    for bad in ([], "12", [1, 0], 4):
+        with pytest.raises(ParameterError, match="threads"):
+            positive_ints("threads", bad)
