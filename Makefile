@@ -9,7 +9,7 @@ SETUP ?= $(VENV)/.installed
 KERNEL ?= dali-dynamic-tutorials
 OUT ?=
 
-.PHONY: help setup data run test test-gpu bench lab clean
+.PHONY: help setup data run test test-gpu bench lab docs clean
 .DEFAULT_GOAL := help
 
 help:
@@ -19,6 +19,7 @@ help:
 	@echo "make lab       JupyterLab with the suite's kernel"
 	@echo "make test-gpu  GPU tier: notebooks on the GPU at full size, then nbval (needs a GPU)"
 	@echo "make bench     benchmark trials into results/<machine>-<date>.json"
+	@echo "make docs      the static site of the committed notebooks into build/site (runs nothing)"
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +48,10 @@ test-gpu: data
 
 bench: data
 	$(PY) -m helpers.suite bench --device auto $(if $(OUT),--out $(OUT))
+
+# the site renders the committed, executed notebooks; it never runs them
+docs: $(SETUP)
+	$(PY) -m helpers.docs_site build
 
 lab: data
 	$(VENV)/bin/jupyter lab notebooks/

@@ -4,7 +4,7 @@ mkdocs-jupyter renders a notebook to HTML itself, so MkDocs never checks the lin
 inside it. This hook does: a relative link to another notebook (``02-capture-mode.ipynb``, as
 written in the notebooks so that they work in JupyterLab) becomes a link to that notebook's page,
 and a relative link or figure whose target is not in the site is a warning, which fails the
-strict build.
+strict build. Each notebook page also gets a link to download its notebook.
 """
 
 from __future__ import annotations
@@ -47,4 +47,7 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
             return f'href="{file.url_relative_to(page.file)}{fragment}"'
         return match.group(0)
 
-    return _URL_ATTRIBUTE.sub(rewrite, html)
+    name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
+    download = (f'<p class="notebook-download"><a href="{name}" download title="the notebook as '
+                f'committed, with its outputs">Download {name}</a></p>\n')
+    return download + _URL_ATTRIBUTE.sub(rewrite, html)

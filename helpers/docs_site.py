@@ -6,10 +6,11 @@
 Nothing is executed: the notebooks are rendered with the outputs they were committed with
 (MkDocs + mkdocs-jupyter, ``execute: false``). ``build`` stages ``docs/*.md``, ``notebooks/*.ipynb``
 and ``results/`` into ``build/docs-src`` (filling in the landing page's notebook inventory and
-results table), runs ``mkdocs build --strict`` with ``docs/mkdocs.yml`` into a temporary folder,
-checks the site (every notebook has its page and all its figures, every internal link and figure
-resolves, nothing is loaded from outside) and only then moves it to ``build/site``. Any problem
-raises :class:`DocsBuildError`, and the command exits non-zero.
+results table, and dropping a progress bar's overwritten states, as Jupyter shows them), runs
+``mkdocs build --strict`` with ``docs/mkdocs.yml`` into a temporary folder, checks the site (every
+notebook has its page and all its figures, every internal link and figure resolves, nothing is
+loaded from outside) and only then moves it to ``build/site``. Any problem raises
+:class:`DocsBuildError`, and the command exits non-zero.
 """
 
 from __future__ import annotations
@@ -196,6 +197,27 @@ def check_notebooks(config: dict[str, Any], notebook_dir: Path) -> list[Path]:
     return [notebook_dir / Path(p).name for p in listed]
 
 
+_OVERWRITTEN = re.compile(r".*\r(?=[^\n])")
+
+
+def coalesce_streams(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Outputs as Jupyter shows them: consecutive writes to one stream merged, and text that a
+    carriage return overwrote (a progress bar's earlier states) dropped. Only for display."""
+    merged: list[dict[str, Any]] = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
+            last["text"] = "".join(last["text"]) + "".join(output["text"])
+        else:
+            merged.append(dict(output))
+    for output in merged:
+        if output.get("output_type") == "stream":
+            text = "".join(output["text"])
+            output["text"] = _OVERWRITTEN.sub("", text) if "\r" in text else text
+    return merged
+
+
 def stage(root: Path, stage_dir: Path, infos: list[NotebookInfo]) -> None:
     """Lay out the documentation folder that MkDocs reads."""
     docs = root / "docs"
@@ -204,7 +226,11 @@ def stage(root: Path, stage_dir: Path, infos: list[NotebookInfo]) -> None:
         n for n in names if n in NOT_PAGES or n == "__pycache__"] if Path(folder) == docs else [])
     (stage_dir / "notebooks").mkdir(exist_ok=True)
     for info in infos:
-        shutil.copy2(info.path, stage_dir / "notebooks" / info.path.name)
+        nb = json.loads(info.path.read_text(encoding="utf-8"))
+        for cell in nb.get("cells", []):
+            if "outputs" in cell:
+                cell["outputs"] = coalesce_streams(cell["outputs"])
+        (stage_dir / "notebooks" / info.path.name).write_text(json.dumps(nb), encoding="utf-8")
     if (root / "results").is_dir():  # the results table may link to the records
         for record in (root / "results").rglob("*.json"):
             target = stage_dir / "results" / record.relative_to(root / "results")
@@ -326,7 +352,7 @@ def build(root: Path = REPO_ROOT, site_dir: Path | None = None, quiet: bool = Fa
                "--config-file", str(config_path), "--site-dir", str(tmp)]
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's end-of-life banner
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
-    output = (result.stdout + result.stderr).strip()
+    output = (result.stderr + result.stdout).strip()
     if result.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         reported = [line for line in output.splitlines()
@@ -338,6 +364,8 @@ def build(root: Path = REPO_ROOT, site_dir: Path | None = None, quiet: bool = Fa
     if problems:
         shutil.rmtree(tmp, ignore_errors=True)
         raise DocsBuildError("the built site has problems:\n  " + "\n  ".join(problems))
+    for info in infos:  # the download next to each page: the notebook as committed
+        shutil.copy2(info.path, tmp / Path(info.page))
     old = site_dir.with_name(f".{site_dir.name}-old-{os.getpid()}")
     if site_dir.exists():
         site_dir.rename(old)

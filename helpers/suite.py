@@ -87,6 +87,16 @@ def declared_parameters(notebook: Path) -> dict[str, Any]:
     return out
 
 
+def without_injected_parameters(notebook: Path):
+    """The notebook without a cell that an earlier papermill run injected (papermill keeps such
+    a cell when it is given no parameters): every run starts from the notebook's own defaults."""
+    import nbformat
+
+    node = nbformat.read(notebook, as_version=4)
+    node.cells = [c for c in node.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    return node
+
+
 def _describe_failure(error: Exception) -> str:
     from papermill.exceptions import PapermillExecutionError
 
@@ -110,7 +120,8 @@ def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> N
     os.environ["DALI_TUTORIALS_RESULTS"] = str(run.results_file.parent)
     try:
         check_known(declared_parameters(notebook), parameters, notebook.name)
-        papermill.execute_notebook(str(notebook), str(run.executed), parameters=parameters,
+        papermill.execute_notebook(without_injected_parameters(notebook), str(run.executed),
+                                   parameters=parameters,
                                    cwd=str(notebook.parent), kernel_name="python3",
                                    progress_bar=False)
         run.results = json.loads(run.results_file.read_text())

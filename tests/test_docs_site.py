@@ -89,68 +89,100 @@ def test_site_has_a_page_for_every_nav_entry(site: Path) -> None:
     assert built == sorted(PAGES)
 
 
-@pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_cleanly(browser: Any, base_url: str, site: Path, page_path: str) -> None:
+def page_problems(browser: Any, base_url: str, page_path: str,
+                  screenshot: Path | None = None) -> tuple[list[str], Any]:
+    """Load one page; what is wrong with it, and its <img> elements (src, naturalWidth)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    console_errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: console_errors.append(f"page error: {e}"))
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console error: {m.text}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
 
     def route(request_route: Any) -> None:
         url = request_route.request.url
         if url.startswith(base_url) or url.startswith("data:"):
             request_route.continue_()
         else:  # the site must be self-contained (CI has no network anyway)
-            outside.append(url)
+            problems.append(f"requested from outside the site: {url}")
             request_route.abort()
 
     page.route("**/*", route)
     try:
         response = page.goto(base_url + page_path, wait_until="load")
-        assert response is not None and response.status == 200, f"{page_path}: HTTP status"
-        page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=15_000)
+        if response is None or response.status != 200:
+            return [f"HTTP status {response.status if response else None}"], []
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)",
+                               timeout=15_000)
         page.wait_for_timeout(200)  # late console messages of scripts run on load
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
-        is_notebook = page_path.startswith("notebooks/")
-        page.screenshot(path=str(shot), full_page=not is_notebook)  # notebooks: very long pages
-        if is_notebook and page.locator("img").count():
-            page.locator("img").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(shot.with_name(shot.stem + "-first-figure.png")))
-
-        assert not console_errors, f"{page_path}: console errors {console_errors}"
-        assert not outside, f"{page_path}: requests outside the site {outside}"
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            is_notebook = page_path.startswith("notebooks/")
+            page.screenshot(path=str(screenshot), full_page=not is_notebook)  # notebooks: long
+            if is_notebook and page.locator("img").count():
+                page.locator("img").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(screenshot.with_name(screenshot.stem + "-first-figure.png")))
 
         images = page.eval_on_selector_all(
-            "img", "els => els.map(e => ({src: e.getAttribute('src').slice(0, 60), w: e.naturalWidth}))")
-        broken = [i["src"] for i in images if i["w"] <= 0]
-        assert not broken, f"{page_path}: images that did not decode: {broken}"
-        if page_path.startswith("notebooks/"):
-            notebook = docs_site.read_notebook(ROOT / Path(page_path).with_suffix(".ipynb"))
-            assert notebook.figures > 0 and len(images) >= notebook.figures, \
-                f"{page_path}: {len(images)} images shown, the notebook has {notebook.figures}"
-            assert page.locator(".jp-Cell.jp-CodeCell").count() > 0, f"{page_path}: no code cells"
+            "img", "els => els.map(e => ({src: (e.getAttribute('src') || '').slice(0, 60),"
+                   " width: e.naturalWidth}))")
+        problems += [f"image did not load: {i['src']}" for i in images if i["width"] <= 0]
 
-        text = page.inner_text("body")
-        assert TRACEBACK not in text, f"{page_path}: a rendered traceback"
-        assert page.locator(ERROR_SELECTORS).count() == 0, f"{page_path}: error output styling"
+        if TRACEBACK in page.inner_text("body"):
+            problems.append("a rendered traceback")
+        if page.locator(ERROR_SELECTORS).count():
+            problems.append("error output styling")
         stderr = page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
-        errors = [t for t in stderr if re.search(r"^\w*(Error|Exception)\b", t, re.MULTILINE)]
-        assert not errors, f"{page_path}: error text in stderr outputs: {errors}"
+        problems += [f"error text in a stderr output: {t[:200]}" for t in stderr
+                     if re.search(r"^\w*(Error|Exception)\b", t, re.MULTILINE)]
 
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         internal = sorted({link for link in links if link.startswith(base_url)})
-        assert internal, f"{page_path}: no internal links at all"
+        if not internal:
+            problems.append("no internal links at all")
         for link in internal:
             target, fragment = urldefrag(link)
-            assert _status(target) == 200, f"{page_path}: link {link} does not resolve"
-            if fragment and target.endswith(".html"):
+            if _status(target) != 200:
+                problems.append(f"link {link} does not resolve")
+            elif fragment and target.endswith(".html"):
                 html = urllib.request.urlopen(target, timeout=10).read().decode()
-                assert re.search(rf'\bid="{re.escape(fragment)}"', html), \
-                    f"{page_path}: link {link}: no anchor #{fragment}"
+                if not re.search(rf'\bid="{re.escape(fragment)}"', html):
+                    problems.append(f"link {link}: no anchor #{fragment}")
+        return problems, images
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_renders_cleanly(browser: Any, base_url: str, site: Path, page_path: str) -> None:
+    shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
+    problems, images = page_problems(browser, base_url, page_path, screenshot=shot)
+    assert not problems, f"{page_path}: " + "; ".join(problems)
+    if page_path.startswith("notebooks/"):
+        notebook = docs_site.read_notebook(ROOT / Path(page_path).with_suffix(".ipynb"))
+        assert notebook.figures > 0 and len(images) >= notebook.figures, \
+            f"{page_path}: {len(images)} images shown, the notebook has {notebook.figures}"
+
+
+def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
+    """The checks above, on a page with every fault they look for."""
+    (tmp_path / "index.html").write_text("<p>index</p>")
+    (tmp_path / "bad.html").write_text(
+        '<img src="missing.png"><img src="https://example.com/x.png">'
+        '<script>console.error("boom")</script>'
+        "<pre>Traceback (most recent call last):</pre>"
+        '<a href="index.html#nowhere">anchor</a><a href="gone.html">gone</a>')
+    server = docs_site.start_server(tmp_path)
+    try:
+        problems, _ = page_problems(browser, f"http://127.0.0.1:{server.server_address[1]}/",
+                                    "bad.html")
+    finally:
+        server.shutdown()
+        server.server_close()
+    report = "\n".join(problems)
+    for expected in ("console error: boom", "image did not load: missing.png",
+                     "outside the site: https://example.com/x.png", "a rendered traceback",
+                     "gone.html does not resolve", "no anchor #nowhere"):
+        assert expected in report, f"{expected!r} not caught:\n{report}"
 
 
 def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base_url: str) -> None:

@@ -58,3 +58,38 @@ def test_unknown_scale_or_notebook() -> None:
         suite.parameters_for(suite.notebooks()[0], "huge", "auto")
     with pytest.raises(SystemExit, match="no notebook matches"):
         suite.notebooks(["99"])
+
+
+def test_two_runs_at_once_do_not_clobber_each_other(tmp_path: Path) -> None:
+    """Two headless runs side by side: each has its own folder and both succeed."""
+    import json
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "helpers.suite", "run", "--only", "01", "--scale", "ci"]
+    processes = [subprocess.Popen([*command, "--out", str(tmp_path / name)], text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for name in ("first", "second")]
+    outputs = [p.communicate(timeout=600)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    created = [json.loads((tmp_path / n / "results" / "01-getting-started.json").read_text())["created"]
+               for n in ("first", "second")]
+    assert all(created)
+    for name, output in zip(("first", "second"), outputs):
+        assert str(tmp_path / name / "notebooks") in output
+
+
+def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from helpers import embedded_data
+
+    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),
+               "--records", "2000"]
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in processes] == [0, 0]
+    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    assert embedded_data.read_manifest(dest)["records"] == 2000
+    assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
