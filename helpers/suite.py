@@ -11,6 +11,7 @@ never clobber each other, and the committed notebooks and data are only read.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as _dt
 import json
 import os
@@ -81,8 +82,8 @@ def declared_parameters(notebook: Path) -> dict[str, Any]:
     out = {}
     for name, spec in declared.items():
         try:
-            out[name] = eval(spec["default"], {})  # literals written in the parameters cell
-        except Exception:
+            out[name] = ast.literal_eval(spec["default"])  # the parameters cell's literals
+        except (ValueError, SyntaxError):
             out[name] = None
     return out
 
