@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from helpers.data_sources import REPO_ROOT
+from helpers.results_table import render_results_table
+
 INVENTORY_MARK = "<!-- docs-site:notebook-inventory -->"
 RESULTS_MARK = "<!-- docs-site:results-table -->"
 # files of docs/ that configure or describe the site, and are not pages of it
-NOT_PAGES = {"mkdocs.yml", "hooks.py", "README.md", "Makefile.fragment"}
+NOT_PAGES = {"mkdocs.yml", "hooks.py", "README.md"}
 IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif")
 
 
@@ -146,20 +148,6 @@ def notebook_inventory(infos: list[NotebookInfo]) -> str:
     return "\n".join(rows)
 
 
-def results_table() -> str:
-    """The README's results table, from ``helpers.results_table`` (imported only when needed)."""
-    try:
-        from helpers.results_table import render_results_table
-    except ImportError as err:
-        raise DocsBuildError(
-            "the landing page needs helpers/results_table.py with render_results_table() -> str "
-            f"(the README's results table), and it cannot be imported: {err}") from err
-    table = render_results_table()
-    if not isinstance(table, str) or "|" not in table:
-        raise DocsBuildError(f"render_results_table() returned no Markdown table: {table!r}")
-    return table.strip()
-
-
 def load_config(config_path: Path) -> dict[str, Any]:
     import yaml
 
@@ -242,7 +230,7 @@ def stage(root: Path, stage_dir: Path, infos: list[NotebookInfo]) -> None:
         if mark not in text:
             raise DocsBuildError(f"{docs / 'index.md'} lacks the marker {mark}")
     text = text.replace(INVENTORY_MARK, notebook_inventory(infos))
-    text = text.replace(RESULTS_MARK, results_table())
+    text = text.replace(RESULTS_MARK, render_results_table().strip())
     index.write_text(text, encoding="utf-8")
 
 

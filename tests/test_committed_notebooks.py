@@ -13,7 +13,7 @@ import pytest
 
 from helpers import results_table
 from helpers.data_sources import REPO_ROOT
-from helpers.suite import notebooks
+from helpers.suite import notebooks, without_injected_parameters
 
 RECORDS = sorted((REPO_ROOT / "results").glob("notebooks-*.json"))
 
@@ -54,9 +54,7 @@ def test_nbval_reproduces_the_checked_outputs(tmp_path: Path) -> None:
     """pytest --nbval-lax on the committed notebooks, run here with their own defaults: the
     papermill-injected parameters of the GPU run (device="gpu") are left out of the copy."""
     for notebook in notebooks():
-        copy = nbformat.read(notebook, as_version=4)
-        copy.cells = [c for c in copy.cells if "injected-parameters" not in c.metadata.get("tags", [])]
-        nbformat.write(copy, tmp_path / notebook.name)
+        nbformat.write(without_injected_parameters(notebook), tmp_path / notebook.name)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
          "--nbval-sanitize-with", str(REPO_ROOT / "tests" / "nbval_sanitize.cfg"),
