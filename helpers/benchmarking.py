@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from helpers.data_sources import REPO_ROOT
+from helpers.paths import REPO_ROOT
 
 RESULTS_SCHEMA = 1
 

@@ -9,18 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import embedded_data
+from helpers.parameters import ParameterError
+from helpers.paths import MNIST_TESTING, MNIST_TRAINING, REPO_ROOT, default_data_dir, relative
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["REPO_ROOT", "DataSourceError", "DataSources", "ImageFolder", "check_image_folder",
+           "dali_extra_from_env", "default_data_dir", "locate_data"]
+
 DALI_EXTRA_URL = "https://github.com/NVIDIA/DALI_extra"
 
 
 class DataSourceError(RuntimeError):
     """The data the notebooks need is not where it should be; the message says what to do."""
-
-
-def default_data_dir() -> Path:
-    """``$DALI_TUTORIALS_DATA`` if set, else ``data/`` of this checkout."""
-    return Path(os.environ.get("DALI_TUTORIALS_DATA") or REPO_ROOT / "data")
 
 
 @dataclass(frozen=True)
@@ -31,13 +30,25 @@ class DataSources:
 
     @property
     def mnist_training(self) -> Path:
-        return self.dali_extra / embedded_data.MNIST_RELATIVE
+        return self.dali_extra / MNIST_TRAINING
+
+    @property
+    def mnist_testing(self) -> Path:
+        """Held-out digits, never in ``mnist_training`` (DALI_extra: MNIST's test set)."""
+        path = self.dali_extra / MNIST_TESTING
+        if not (path / "data.mdb").is_file():
+            raise DataSourceError(
+                f"{relative(path)} holds no LMDB (data.mdb): the held-out digits are missing. "
+                "Unset DALI_EXTRA_PATH to use the embedded split, or fetch DALI_extra's "
+                "db/MNIST/testing with `git lfs pull`.")
+        return path
 
     def describe(self) -> str:
         return (
             f"data source: {self.origin}\n"
-            f"  MNIST LMDB:  {self.mnist_training}\n"
-            f"  photographs: {self.images}"
+            f"  MNIST LMDB, training: {relative(self.mnist_training)}\n"
+            f"  MNIST LMDB, testing:  {relative(self.mnist_testing)}\n"
+            f"  photographs:          {relative(self.images)}"
         )
 
 
@@ -49,12 +60,12 @@ def dali_extra_from_env(environ: dict[str, str] | os._Environ[str] = os.environ)
     root = Path(value).expanduser()
     expected = (
         f"Expected a DALI_extra checkout ({DALI_EXTRA_URL}, fetched with `git lfs pull`) that "
-        f"holds {embedded_data.MNIST_RELATIVE}/data.mdb. Fix the variable, or unset it to use the "
+        f"holds {MNIST_TRAINING}/data.mdb. Fix the variable, or unset it to use the "
         "embedded data that `make data` builds."
     )
     if not root.is_dir():
         raise DataSourceError(f"DALI_EXTRA_PATH={value} is not a folder. {expected}")
-    mnist = root / embedded_data.MNIST_RELATIVE / "data.mdb"
+    mnist = root / MNIST_TRAINING / "data.mdb"
     if not mnist.is_file():
         raise DataSourceError(f"DALI_EXTRA_PATH={value} has no {mnist.relative_to(root)}. {expected}")
     if mnist.stat().st_size < 1024:
@@ -68,7 +79,8 @@ def dali_extra_from_env(environ: dict[str, str] | os._Environ[str] = os.environ)
 def _ensure_built(data_dir: Path, with_mnist: bool, build_missing: bool) -> None:
     builders = {data_dir / "images": embedded_data.build_photos}
     if with_mnist:
-        builders[data_dir / "dali_extra" / embedded_data.MNIST_RELATIVE] = embedded_data.build_mnist
+        builders[data_dir / "dali_extra" / MNIST_TRAINING] = embedded_data.build_mnist
+        builders[data_dir / "dali_extra" / MNIST_TESTING] = embedded_data.build_mnist
     missing = [path for path in builders if not embedded_data.is_complete(path)]
     if missing and not build_missing:
         raise DataSourceError(
@@ -94,7 +106,7 @@ def locate_data(*, build_missing: bool = True, verbose: bool = True,
     if dali_extra is None:
         sources = DataSources("embedded (make data)", data_dir / "dali_extra", data_dir / "images")
     else:
-        sources = DataSources(f"DALI_extra at {dali_extra}", dali_extra, data_dir / "images")
+        sources = DataSources("DALI_extra ($DALI_EXTRA_PATH)", dali_extra, data_dir / "images")
     if verbose:
         print(sources.describe())
     return sources
@@ -120,8 +132,6 @@ class ImageFolder:
 
     def check_batch_size(self, batch_size: int) -> int:
         if batch_size > len(self.files):
-            from helpers.parameters import ParameterError
-
             raise ParameterError(
                 f"batch_size={batch_size} is larger than the {len(self.files)} images in "
                 f"{self.root}: every batch would repeat images. Use batch_size <= {len(self.files)}.")

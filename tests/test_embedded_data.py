@@ -16,6 +16,7 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
+from helpers.paths import MNIST_TRAINING
 from helpers import embedded_data
 from helpers.batches import as_arrays, as_labels
 from helpers.caffe2_records import decode_record
@@ -85,7 +86,7 @@ def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monke
     monkeypatch.setattr(embedded_data, "_write_mnist", broken)
     with pytest.raises(KeyboardInterrupt):
         embedded_data.build_mnist(tmp_path, records=10)
-    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    dest = tmp_path / "dali_extra" / MNIST_TRAINING
     assert not dest.exists()
     monkeypatch.undo()
     embedded_data.build_mnist(tmp_path, records=10)
@@ -100,7 +101,7 @@ def test_a_killed_make_data_is_rebuilt_cleanly(tmp_path: Path) -> None:
         time.sleep(0.01)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    dest = tmp_path / "dali_extra" / MNIST_TRAINING
     assert not dest.exists() or embedded_data.is_complete(dest)  # nothing half-built is trusted
     subprocess.run(command, check=True, capture_output=True)
     assert embedded_data.read_manifest(dest)["records"] == embedded_data.MNIST_RECORDS

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.parameters import ParameterError, check_known, positive_int, positive_ints
+from helpers.parameters import (ParameterError, check_known, positive_int, positive_ints,
+                                reject_unknown_parameters)
 
 DECLARED = {"batch_size": 8, "device": "auto", "rate": 0.5, "image_dir": None,
             "thread_counts": [1, 4], "flag": False}
@@ -37,3 +38,22 @@ def test_positive_ints() -> None:
     for bad in ([], "12", [1, 0], 4):
         with pytest.raises(ParameterError, match="threads"):
             positive_ints("threads", bad)
+
+
+PARAMETERS_CELL = 'batch_size = 8  # images per batch\ndevice = "auto"\nrate = 0.5\n'
+
+
+def test_nothing_injected_passes() -> None:
+    reject_unknown_parameters(["", PARAMETERS_CELL, "import os"])
+
+
+def test_a_mistyped_injected_name_suggests_the_declared_one() -> None:
+    injected = '# Parameters\nbatchsize = 8\n'
+    with pytest.raises(ParameterError, match="unknown parameter batchsize; did you mean batch_size?"):
+        reject_unknown_parameters(["", PARAMETERS_CELL, injected], "nb.ipynb")
+
+
+def test_an_injected_value_of_the_wrong_type_is_named() -> None:
+    with pytest.raises(ParameterError, match="parameter batch_size must be of type int"):
+        reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = "8"\n'])
+    reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = 4\nrate = 1\n'])

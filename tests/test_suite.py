@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from helpers.paths import MNIST_TRAINING
 from helpers import suite
 
 
@@ -90,6 +91,6 @@ def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
     processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True) for _ in range(2)]
     assert [p.wait(timeout=300) for p in processes] == [0, 0]
-    dest = tmp_path / "dali_extra" / embedded_data.MNIST_RELATIVE
+    dest = tmp_path / "dali_extra" / MNIST_TRAINING
     assert embedded_data.read_manifest(dest)["records"] == 2000
     assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
