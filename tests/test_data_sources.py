@@ -40,7 +40,8 @@ def test_embedded_default_when_dali_extra_path_is_unset(built: Path, monkeypatch
 def test_dali_extra_when_set(built: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DALI_EXTRA_PATH", str(built / "dali_extra"))
     sources = locate_data(data_dir=built, verbose=False)
-    assert sources.origin == f"DALI_extra at {built / 'dali_extra'}"
+    assert sources.origin == "DALI_extra ($DALI_EXTRA_PATH)"
+    assert sources.mnist_testing == built / "dali_extra" / "db" / "MNIST" / "testing"
     reader = ndd.readers.Caffe2(path=str(sources.mnist_training))
     assert sum(j.batch_size for j, _ in reader.next_epoch(batch_size=50)) == 100
 

@@ -39,7 +39,9 @@ def _lmdb_values(path: Path) -> list[bytes]:
 
 
 def test_dali_reads_every_record_with_its_label(small_mnist: Path) -> None:
-    digits, labels = embedded_data.mnist_digits()
+    all_digits, all_labels = embedded_data.mnist_digits()
+    training = embedded_data.mnist_split(len(all_digits))["training"]
+    digits, labels = all_digits[training], all_labels[training]
     order = embedded_data.mnist_order(len(digits), RECORDS)
     reader = ndd.readers.Caffe2(path=str(small_mnist), random_shuffle=False)
     read_labels, read_images = [], []
@@ -79,7 +81,7 @@ def test_a_complete_build_is_reused_and_a_new_size_rebuilds(tmp_path: Path) -> N
 
 
 def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monkeypatch) -> None:
-    def broken(tmp: Path, records: int, seed: int) -> dict:
+    def broken(tmp: Path, split: str, records: int, seed: int) -> dict:
         (tmp / "data.mdb").write_bytes(b"half a database")
         raise KeyboardInterrupt
 
@@ -141,3 +143,16 @@ def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
                             env={**os.environ})
     assert result.returncode == 2
     assert "records must be a positive number" in result.stderr
+
+
+def test_testing_split_holds_digits_never_in_training(small_mnist: Path) -> None:
+    """No held-out digit appears in training, compared by the pixels the records decode to."""
+    testing = small_mnist.parent / "testing"
+    manifests = {p.name: embedded_data.read_manifest(p) for p in (small_mnist, testing)}
+    assert manifests["testing"]["records"] == embedded_data.MNIST_TEST_DIGITS
+    assert not set(manifests["training"]["digits"]) & set(manifests["testing"]["digits"])
+    all_digits, _ = embedded_data.mnist_digits()
+    held_out = {all_digits[i].tobytes() for i in manifests["testing"]["digits"]}
+    assert not held_out & {all_digits[i].tobytes() for i in manifests["training"]["digits"]}
+    labels = [decode_record(v).label for v in _lmdb_values(testing)]
+    assert len(labels) == embedded_data.MNIST_TEST_DIGITS and set(labels) == set(range(10))
