@@ -21,6 +21,7 @@ def gpu_run(request: pytest.FixtureRequest) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "browser: loads pages in headless Chromium (Playwright)")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (not in make test-fast)")
 
 
 CHROMIUM = Path("/usr/bin/chromium")

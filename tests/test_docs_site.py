@@ -62,7 +62,7 @@ def mkdocs_build(root: Path, site_dir: Path) -> subprocess.CompletedProcess[str]
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_MKDOCS_2_WARNING="1")
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                            "-f", str(root / "docs" / "mkdocs.yml"), "-d", str(site_dir)],
-                          cwd=root, env=env, capture_output=True, text=True)
+                          cwd=root, env=env, capture_output=True, text=True, check=False)
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -129,7 +129,7 @@ def page_problems(browser: Any, base_url: str, page_path: str,
 
     def route(request_route: Any) -> None:
         url = request_route.request.url
-        if url.startswith(base_url) or url.startswith("data:"):
+        if url.startswith((base_url, "data:")):
             request_route.continue_()
         else:  # the site must be self-contained (CI has no network anyway)
             problems.append(f"requested from outside the site: {url}")
@@ -187,6 +187,7 @@ def _figures(notebook: Path) -> int:
                if any(m in o.get("data", {}) for m in IMAGE_TYPES))
 
 
+@pytest.mark.slow
 def test_site_has_a_page_for_every_nav_entry_and_every_notebook(site: Path) -> None:
     built = sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name != "404.html")
     assert built == sorted(PAGES)
@@ -233,7 +234,7 @@ def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base
         rows = inventory.locator("tbody tr")
         notebooks = notebook_paths()
         assert rows.count() == len(notebooks)
-        for row, notebook in zip(rows.all(), notebooks):
+        for row, notebook in zip(rows.all(), notebooks, strict=True):
             cells = row.locator("td").all_inner_texts()
             assert cells[0] == notebook.stem[:2]
             assert cells[3].strip() and cells[4].strip(), f"{notebook.name}: GPU or runtime empty"
@@ -257,6 +258,7 @@ def _copy_checkout(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     """A checkout with one fault of each kind that the build must catch: one strict build
     reports them all (each alone is a warning, and a warning fails the build)."""
@@ -265,7 +267,8 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     running.write_text(running.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
     config = root / "docs" / "mkdocs.yml"
     config.write_text(config.read_text().replace(
-        "- notebooks/02-capture-mode.ipynb", "- notebooks/02-capture-mode.ipynb\n      - notebooks/09-gone.ipynb"))
+        "- notebooks/02-capture-mode.ipynb",
+        "- notebooks/02-capture-mode.ipynb\n      - notebooks/09-gone.ipynb"))
     shutil.copy(root / "notebooks" / "02-capture-mode.ipynb", root / "notebooks" / "03-extra.ipynb")
 
     first = root / "notebooks" / "01-getting-started.ipynb"
@@ -297,6 +300,7 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
         assert expected in result.stderr, f"{expected!r} not reported:\n{result.stderr[-4000:]}"
 
 
+@pytest.mark.slow
 def test_build_fails_on_a_notebook_without_metadata(tmp_path: Path) -> None:
     root = _copy_checkout(tmp_path)
     notebook = root / "notebooks" / "01-getting-started.ipynb"
@@ -325,6 +329,7 @@ def test_no_docs_source_holds_an_absolute_path() -> None:
     assert not {k: v for k, v in found.items() if v}
 
 
+@pytest.mark.slow
 def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     texts: dict[str, str] = {str(p.relative_to(site)): p.read_text()
                              for p in site.rglob("*.html") if p.name != "404.html"}

@@ -59,10 +59,10 @@ def test_inventory_is_read_from_metadata_and_measured_runs(tmp_path: Path) -> No
     table = inventory.render_inventory(tmp_path)
     rows = [line for line in table.splitlines() if line.startswith("| 0")]
     assert rows == [
-        "| 01 | [First \\| one](notebooks/01-first.ipynb) | what First \\| one teaches | "
-        "No: runs on a CPU | 31 s / 58 s |",
-        "| 02 | [Second](notebooks/02-second.ipynb) | what Second teaches | No: runs on a CPU | "
-        "— / — |"]
+        ("| 01 | [First \\| one](notebooks/01-first.ipynb) | what First \\| one teaches | "
+         "No: runs on a CPU | 31 s / 58 s |"),
+        ("| 02 | [Second](notebooks/02-second.ipynb) | what Second teaches | No: runs on a CPU | "
+         "— / — |")]
     assert "[cpu-a.json](results/cpu-a.json)" in table
 
 
