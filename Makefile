@@ -49,9 +49,10 @@ test-gpu: data
 bench: data
 	$(PY) -m helpers.suite bench --device auto $(if $(OUT),--out $(OUT))
 
-# the site renders the committed, executed notebooks; it never runs them
+# the site renders the committed, executed notebooks; it never runs them (docs/mkdocs.yml;
+# `mkdocs serve -f docs/mkdocs.yml` while editing)
 docs: $(SETUP)
-	$(PY) -m helpers.docs_site build
+	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -f docs/mkdocs.yml
 
 lab: data
 	$(VENV)/bin/jupyter lab notebooks/

@@ -1,23 +1,126 @@
 """MkDocs hooks of the docs site (docs/mkdocs.yml names this file).
 
-mkdocs-jupyter renders a notebook to HTML itself, so MkDocs never checks the links and figures
-inside it. This hook does: a relative link to another notebook (``02-capture-mode.ipynb``, as
-written in the notebooks so that they work in JupyterLab) becomes a link to that notebook's page,
-and a relative link or figure whose target is not in the site is a warning, which fails the
-strict build. Each notebook page also gets a link to download its notebook.
+MkDocs validates the nav and the links of the Markdown pages, mkdocs-jupyter renders the
+notebooks, nbconvert coalesces their streams (jupyter_nbconvert_config.json here). This hook adds
+what no library does:
+
+- the committed notebooks (notebooks/NN-*.ipynb) and results records (results/*.json) of the
+  checkout become files of the site, where MkDocs checks the nav and the links against them;
+- the landing page's inventory and results blocks are filled in by the functions that write the
+  README's (tools.inventory, tools.results_table);
+- each notebook must have been executed (execution counts 1, 2, 3... in order and papermill's
+  metadata), hold no error output, and show every figure it holds on its page;
+- links inside a notebook (mkdocs-jupyter renders them, MkDocs never sees them): a link to
+  another notebook becomes a link to its page; one that points to nothing is a warning.
+
+Every problem is a warning; `strict: true` turns them into a failed build.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import logging
+import os
 import posixpath
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files
+
+try:
+    from tools.inventory import notebook_paths, render_inventory
+    from tools.readme_blocks import replace_block
+    from tools.results_table import render_results_table
+except ImportError as err:  # mkdocs started outside the checkout's path
+    raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
+                      "(`make docs` does)") from err
+
 log = logging.getLogger("mkdocs.hooks.docs_site")  # under "mkdocs": counted by --strict
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
 _URL_ATTRIBUTE = re.compile(r'\b(href|src)="([^"]*)"')
+_EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]*)"')
+
+
+def _root(config: Any) -> Path:
+    return Path(config.config_file_path).resolve().parent.parent
+
+
+def on_config(config: Any) -> Any:
+    # nbconvert reads its configuration (CoalesceStreamsPreprocessor: a progress bar's earlier
+    # states dropped, as Jupyter shows them) from the folders JUPYTER_CONFIG_PATH lists
+    here = str(Path(config.config_file_path).resolve().parent)
+    paths = [p for p in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
+    if here not in paths:
+        os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join([here, *paths])
+    return config
+
+
+@event_priority(50)  # before mkdocs-jupyter's on_files, which wraps the notebooks as pages
+def on_files(files: Files, config: Any) -> Files:
+    root = _root(config)
+    added = [*notebook_paths(root), *sorted((root / "results").glob("*.json"))]
+    for path in added:
+        files.append(File(path.relative_to(root).as_posix(), src_dir=str(root),
+                          dest_dir=config.site_dir, use_directory_urls=config.use_directory_urls))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if page.file.src_uri != "index.md":
+        return markdown
+    root = _root(config)
+    try:
+        markdown = replace_block(markdown, "inventory", render_inventory(root), "index.md")
+        return replace_block(markdown, "results-table",
+                             render_results_table(root / "results"), "index.md")
+    except ValueError as err:
+        log.warning("index.md: %s", err)
+        return markdown
+
+
+def notebook_problems(notebook: dict[str, Any]) -> list[str]:
+    """What shows that a notebook was not executed as committed notebooks must be."""
+    problems: list[str] = []
+    cells = notebook.get("cells", [])
+    code = [c for c in cells if c.get("cell_type") == "code" and "".join(c.get("source", "")).strip()]
+    counts = [c.get("execution_count") for c in code]
+    if counts != list(range(1, len(code) + 1)):
+        problems.append(f"not executed in order (execution counts {counts[:8]}...; expected "
+                        "1, 2, 3...): commit the notebook as the runner executed it")
+    papermill = notebook.get("metadata", {}).get("papermill")
+    if not papermill or papermill.get("duration") is None:
+        problems.append("no papermill metadata (duration): commit the notebook as the runner "
+                        "executed it")
+    elif papermill.get("exception"):
+        problems.append("papermill recorded an exception: commit a run that finished")
+    for index, cell in enumerate(cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                problems.append(f"cell {index}: error output {output.get('ename')}: commit a run "
+                                "without errors")
+            for mime in IMAGE_TYPES:
+                data = output.get("data", {}).get(mime)
+                if data is not None and not _decodes("".join(data)):
+                    problems.append(f"cell {index}: an empty or broken figure ({mime})")
+    return problems
+
+
+def figure_count(notebook: dict[str, Any]) -> int:
+    return sum(1 for c in notebook.get("cells", []) for o in c.get("outputs", [])
+               if any(m in o.get("data", {}) for m in IMAGE_TYPES))
+
+
+def _decodes(payload: str) -> bool:
+    try:
+        return bool(base64.b64decode(payload, validate=False))
+    except (binascii.Error, ValueError):
+        return False
 
 
 def _is_relative(url: str) -> bool:
@@ -29,6 +132,13 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     source = page.file.src_uri
     if not source.endswith(".ipynb"):
         return html  # Markdown pages: MkDocs validates their links itself
+    notebook = json.loads(Path(page.file.abs_src_path).read_text(encoding="utf-8"))
+    for problem in notebook_problems(notebook):
+        log.warning("%s: %s", source, problem)
+    shown = sum(1 for payload in _EMBEDDED_IMAGE.findall(html) if _decodes(payload))
+    if shown < figure_count(notebook):
+        log.warning("%s: its page shows %d figures, the notebook holds %d", source, shown,
+                    figure_count(notebook))
 
     def rewrite(match: re.Match[str]) -> str:
         attribute, url = match.group(1), match.group(2)

@@ -11,7 +11,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import results_table
 from helpers.data_sources import REPO_ROOT
 from helpers.suite import notebooks, without_injected_parameters
 
@@ -43,11 +42,6 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
     shown = ast.literal_eval(_code_cells(notebook)[-1].outputs[-1]["data"]["text/plain"])
     assert shown == {k: pytest.approx(v, abs=0.006) for k, v in entry["headline"].items()}
 
-
-def test_readme_results_table_matches_the_json() -> None:
-    assert results_table.main(["--check"]) == 0
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert results_table.render_results_table() in readme
 
 
 def test_nbval_reproduces_the_checked_outputs(tmp_path: Path) -> None:

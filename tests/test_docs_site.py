@@ -1,31 +1,41 @@
-"""The docs site (make docs): built from the committed notebooks, then every page loaded in
-headless Chromium (Playwright, driving Debian's /usr/bin/chromium: `.ci/install-browser.sh`).
+"""The docs site (make docs: `mkdocs build --strict -f docs/mkdocs.yml`), then every page loaded
+in headless Chromium (Playwright driving Debian's /usr/bin/chromium, `.ci/install-browser.sh`).
 
 Per page: HTTP 200, no console error or page error, nothing requested from outside the site,
 every <img> decoded (naturalWidth > 0), every internal link answered with 200 (and its anchor
 present), no rendered traceback or error output. The landing page holds the notebook inventory
-and the results table. A screenshot of each page goes to build/site-screenshots/.
-The build itself must fail on a notebook missing from notebooks/ (built from a temporary copy).
+and the results table. Screenshots go to build/site-screenshots/. The build must fail, naming
+each fault, on a broken checkout (built from a temporary copy), and no page may show an absolute
+path of a machine.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urldefrag
 
 import pytest
+import yaml
 
-from helpers import docs_site
-from helpers.results_table import render_results_table
+from helpers.paths import REPO_ROOT as ROOT
+from tools.inventory import notebook_paths
+from tools.results_table import render_results_table
 
-ROOT = docs_site.REPO_ROOT
-CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "build" / "site-screenshots"
@@ -33,44 +43,67 @@ TRACEBACK = "Traceback (most recent call last)"
 # nbconvert renders an error output as stderr text; these would be the error styling of other
 # templates (classic nbconvert, JupyterLab)
 ERROR_SELECTORS = ".output_error, .jp-mod-error, [data-mime-type='application/vnd.jupyter.error']"
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
 
 
-def _nav_html_pages() -> list[str]:
-    config = docs_site.load_config(ROOT / "docs" / "mkdocs.yml")
-    return [re.sub(r"\.(md|ipynb)$", ".html", page)
-            for page in docs_site.nav_pages(config.get("nav"))]
+def _nav_pages(nav: Any) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    items = nav.values() if isinstance(nav, dict) else nav if isinstance(nav, list) else []
+    return [page for item in items for page in _nav_pages(item)]
 
 
-PAGES = _nav_html_pages()
+PAGES = [re.sub(r"\.(md|ipynb)$", ".html", page) for page in
+         _nav_pages(yaml.safe_load((ROOT / "docs" / "mkdocs.yml").read_text())["nav"])]
 
 
-@pytest.fixture(scope="module")
-def site() -> Path:
-    return docs_site.build(quiet=True)
+def mkdocs_build(root: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`make docs`'s command on the checkout ``root``, into ``site_dir``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_MKDOCS_2_WARNING="1")
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(root / "docs" / "mkdocs.yml"), "-d", str(site_dir)],
+                          cwd=root, env=env, capture_output=True, text=True, check=False)
 
 
-@pytest.fixture(scope="module")
-def base_url(site: Path) -> Iterator[str]:
-    server = docs_site.start_server(site)
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """``folder`` over HTTP on a free port of 127.0.0.1, from a thread; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
         server.shutdown()
         server.server_close()
+        thread.join()
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.is_file():
-        pytest.fail(f"{CHROMIUM} is missing: the docs site's browser test needs Debian's chromium. "
-                    "Run `.ci/install-browser.sh` (as root) first.", pytrace=False)
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright for Python is missing: pip install -r requirements-docs.txt",
-                    pytrace=False)
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site_dir = tmp_path_factory.mktemp("docs") / "site"
+    result = mkdocs_build(ROOT, site_dir)
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr[-4000:]}"
+    return site_dir
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    with serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path: Path) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
@@ -85,13 +118,8 @@ def _status(url: str) -> int:
         return err.code
 
 
-def test_site_has_a_page_for_every_nav_entry(site: Path) -> None:
-    built = sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name != "404.html")
-    assert built == sorted(PAGES)
-
-
 def page_problems(browser: Any, base_url: str, page_path: str,
-                  screenshot: Path | None = None) -> tuple[list[str], Any]:
+                  screenshot: Path | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Load one page; what is wrong with it, and its <img> elements (src, naturalWidth)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
@@ -101,7 +129,7 @@ def page_problems(browser: Any, base_url: str, page_path: str,
 
     def route(request_route: Any) -> None:
         url = request_route.request.url
-        if url.startswith(base_url) or url.startswith("data:"):
+        if url.startswith((base_url, "data:")):
             request_route.continue_()
         else:  # the site must be self-contained (CI has no network anyway)
             problems.append(f"requested from outside the site: {url}")
@@ -153,17 +181,32 @@ def page_problems(browser: Any, base_url: str, page_path: str,
         page.close()
 
 
+def _figures(notebook: Path) -> int:
+    cells = json.loads(notebook.read_text())["cells"]
+    return sum(1 for c in cells for o in c.get("outputs", [])
+               if any(m in o.get("data", {}) for m in IMAGE_TYPES))
+
+
+@pytest.mark.slow
+def test_site_has_a_page_for_every_nav_entry_and_every_notebook(site: Path) -> None:
+    built = sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name != "404.html")
+    assert built == sorted(PAGES)
+    assert {f"notebooks/{p.stem}.html" for p in notebook_paths()} <= set(built)
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_cleanly(browser: Any, base_url: str, site: Path, page_path: str) -> None:
+def test_page_renders_cleanly(browser: Any, base_url: str, page_path: str) -> None:
     shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
     problems, images = page_problems(browser, base_url, page_path, screenshot=shot)
     assert not problems, f"{page_path}: " + "; ".join(problems)
     if page_path.startswith("notebooks/"):
-        notebook = docs_site.read_notebook(ROOT / Path(page_path).with_suffix(".ipynb"))
-        assert notebook.figures > 0 and len(images) >= notebook.figures, \
-            f"{page_path}: {len(images)} images shown, the notebook has {notebook.figures}"
+        figures = _figures(ROOT / Path(page_path).with_suffix(".ipynb"))
+        assert figures > 0 and len(images) >= figures, \
+            f"{page_path}: {len(images)} images shown, the notebook has {figures}"
 
 
+@pytest.mark.browser
 def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
     """The checks above, on a page with every fault they look for."""
     (tmp_path / "index.html").write_text("<p>index</p>")
@@ -172,13 +215,8 @@ def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
         '<script>console.error("boom")</script>'
         "<pre>Traceback (most recent call last):</pre>"
         '<a href="index.html#nowhere">anchor</a><a href="gone.html">gone</a>')
-    server = docs_site.start_server(tmp_path)
-    try:
-        problems, _ = page_problems(browser, f"http://127.0.0.1:{server.server_address[1]}/",
-                                    "bad.html")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(tmp_path) as url:
+        problems, _ = page_problems(browser, url, "bad.html")
     report = "\n".join(problems)
     for expected in ("console error: boom", "image did not load: missing.png",
                      "outside the site: https://example.com/x.png", "a rendered traceback",
@@ -186,6 +224,7 @@ def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
         assert expected in report, f"{expected!r} not caught:\n{report}"
 
 
+@pytest.mark.browser
 def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base_url: str) -> None:
     page = browser.new_page()
     try:
@@ -193,20 +232,20 @@ def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base
         inventory = page.locator("table", has=page.locator("th", has_text="What you learn"))
         assert inventory.count() == 1
         rows = inventory.locator("tbody tr")
-        notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+        notebooks = notebook_paths()
         assert rows.count() == len(notebooks)
-        for row, notebook in zip(rows.all(), notebooks):
+        for row, notebook in zip(rows.all(), notebooks, strict=True):
             cells = row.locator("td").all_inner_texts()
             assert cells[0] == notebook.stem[:2]
             assert cells[3].strip() and cells[4].strip(), f"{notebook.name}: GPU or runtime empty"
-            href = row.locator("a").first.get_attribute("href")
-            assert href == f"notebooks/{notebook.stem}.html"
+            assert row.locator("a").first.get_attribute("href") == f"notebooks/{notebook.stem}.html"
         results = page.locator(".results-table table")
         assert results.count() == 1, "no results table on the landing page"
-        assert results.locator("tbody tr").count() >= 1
-        expected = render_results_table().splitlines()[0]  # the header row of the README's table
-        headers = [h.strip() for h in expected.strip("|").split("|")]
-        assert results.locator("th").first.inner_text().strip() == re.sub(r"[`*]", "", headers[0])
+        expected = render_results_table().splitlines()
+        assert results.locator("tbody tr").count() == len(expected) - 4  # header, rule, blank, note
+        headers = [h.strip() for h in expected[0].strip("|").split("|")]
+        shown = [h.strip() for h in results.locator("th").all_inner_texts()]
+        assert shown == [re.sub(r"[`*]", "", h) for h in headers]
     finally:
         page.close()
 
@@ -214,79 +253,92 @@ def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base
 def _copy_checkout(tmp_path: Path) -> Path:
     """The parts of the checkout that the site is built from, in a temporary folder."""
     root = tmp_path / "checkout"
-    shutil.copytree(ROOT / "docs", root / "docs", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "notebooks", root / "notebooks")
-    if (ROOT / "results").is_dir():
-        shutil.copytree(ROOT / "results", root / "results")
+    for folder in ("docs", "notebooks", "results", "tools"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
-def test_build_fails_on_a_missing_notebook(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
+    """A checkout with one fault of each kind that the build must catch: one strict build
+    reports them all (each alone is a warning, and a warning fails the build)."""
     root = _copy_checkout(tmp_path)
-    (root / "notebooks" / "02-capture-mode.ipynb").unlink()
-    with pytest.raises(docs_site.DocsBuildError, match="02-capture-mode.ipynb"):
-        docs_site.build(root, quiet=True)
-    assert not (root / "build" / "site").exists()
-
-
-def test_build_fails_on_a_broken_link_or_a_missing_figure(tmp_path: Path) -> None:
-    root = _copy_checkout(tmp_path)
-    page = root / "docs" / "running.md"
-    page.write_text(page.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
-    with pytest.raises(docs_site.DocsBuildError) as failure:
-        docs_site.build(root, quiet=True)
-    assert "no-such-page.md" in str(failure.value) and "figures/gone.png" in str(failure.value)
-    assert not (root / "build" / "site").exists()
-
-
-def test_build_fails_on_a_notebook_missing_from_the_nav(tmp_path: Path) -> None:
-    root = _copy_checkout(tmp_path)
+    running = root / "docs" / "pages" / "running.md"
+    running.write_text(running.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
+    config = root / "docs" / "mkdocs.yml"
+    config.write_text(config.read_text().replace(
+        "- notebooks/02-capture-mode.ipynb",
+        "- notebooks/02-capture-mode.ipynb\n      - notebooks/09-gone.ipynb"))
     shutil.copy(root / "notebooks" / "02-capture-mode.ipynb", root / "notebooks" / "03-extra.ipynb")
-    with pytest.raises(docs_site.DocsBuildError, match="03-extra.ipynb"):
-        docs_site.build(root, quiet=True)
 
+    first = root / "notebooks" / "01-getting-started.ipynb"
+    nb = json.loads(first.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    code[1]["execution_count"] = None
+    code[2]["outputs"].append({"output_type": "error", "ename": "ValueError", "evalue": "x",
+                               "traceback": []})
+    first.write_text(json.dumps(nb))
 
-def test_build_fails_on_a_broken_link_in_a_notebook(tmp_path: Path) -> None:
-    root = _copy_checkout(tmp_path)
-    notebook = root / "notebooks" / "02-capture-mode.ipynb"
-    text = notebook.read_text()
+    second = root / "notebooks" / "02-capture-mode.ipynb"
+    text = second.read_text()
     assert "(01-getting-started.ipynb)" in text
-    notebook.write_text(text.replace("(01-getting-started.ipynb)", "(00-missing.ipynb)"))
-    with pytest.raises(docs_site.DocsBuildError, match=r"02-capture-mode\.ipynb: link '00-missing"):
-        docs_site.build(root, quiet=True)
-
-
-def test_build_fails_on_a_missing_figure_in_a_notebook(tmp_path: Path) -> None:
-    root = _copy_checkout(tmp_path)
-    notebook = root / "notebooks" / "02-capture-mode.ipynb"
-    text = notebook.read_text()
+    text = text.replace("(01-getting-started.ipynb)", "(00-missing.ipynb)")
     first_png = re.search(r'"image/png": "([^"]+)"', text)
     assert first_png
-    notebook.write_text(text.replace(first_png.group(1), "", 1))
-    with pytest.raises(docs_site.DocsBuildError, match="02-capture-mode.html: an empty"):
-        docs_site.build(root, quiet=True)
+    second.write_text(text.replace(first_png.group(1), "", 1))
+
+    result = mkdocs_build(root, tmp_path / "site")
+    assert result.returncode != 0
+    for expected in ("no-such-page.md", "figures/gone.png",  # Markdown links: MkDocs
+                     "notebooks/09-gone.ipynb",  # a nav entry without its file: MkDocs
+                     "03-extra.ipynb",  # a notebook missing from the nav: MkDocs
+                     "01-getting-started.ipynb: not executed in order",  # the hook, from here on
+                     "01-getting-started.ipynb: cell", "error output ValueError",
+                     "02-capture-mode.ipynb: link '00-missing.ipynb'",
+                     "02-capture-mode.ipynb: cell", "an empty or broken figure",
+                     "02-capture-mode.ipynb: its page shows"):
+        assert expected in result.stderr, f"{expected!r} not reported:\n{result.stderr[-4000:]}"
 
 
-def test_build_fails_on_a_notebook_without_outputs(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_build_fails_on_a_notebook_without_metadata(tmp_path: Path) -> None:
     root = _copy_checkout(tmp_path)
     notebook = root / "notebooks" / "01-getting-started.ipynb"
-    text = re.sub(r'"execution_count": \d+', '"execution_count": null', notebook.read_text())
-    notebook.write_text(text)
-    with pytest.raises(docs_site.DocsBuildError, match="01-getting-started.ipynb: not executed"):
-        docs_site.build(root, quiet=True)
+    nb = json.loads(notebook.read_text())
+    del nb["metadata"]["dali_tutorials"]
+    notebook.write_text(json.dumps(nb))
+    result = mkdocs_build(root, tmp_path / "site")
+    assert result.returncode != 0
+    assert "01-getting-started.ipynb: metadata['dali_tutorials'] lacks" in result.stderr
 
 
-def test_inventory_is_read_from_the_notebooks() -> None:
-    info = docs_site.read_notebook(ROOT / "notebooks" / "01-getting-started.ipynb")
-    assert info.number == "01" and info.title
-    assert info.learn and info.needs_gpu and info.runtime
-    table = docs_site.notebook_inventory([info])
-    assert "(notebooks/01-getting-started.ipynb)" in table
+# Absolute paths of a machine: this one's (the checkout, home, temporary folder) and the usual
+# places of others' (the H200 runner's /root/...), not preceded by a URL's host or path.
+MACHINE_PATHS = re.compile("|".join(
+    [re.escape(str(p)) for p in (ROOT, Path.home(), Path(tempfile.gettempdir()))]
+    + [r"(?<![\w.~/-])/(?:root|home|tmp|Users|work|mnt|var/folders)/"]))
+# Pages made from committed notebooks that the H200 run of issue 10 (item 7) will refresh: they
+# must still show a machine path (else remove them here), the other pages none.
+KNOWN_EXCEPTIONS = {"notebooks/01-getting-started.html", "notebooks/02-capture-mode.html"}
 
 
-def test_urls_of_the_site_are_relative(site: Path) -> None:
-    """use_directory_urls is off: the site works opened from the file system, too."""
-    index = (site / "index.html").read_text()
-    hrefs = re.findall(r'href="([^"]+)"', index)
-    absolute = [h for h in hrefs if h.startswith("/") and not urlsplit(h).netloc]
-    assert not absolute
+def test_no_docs_source_holds_an_absolute_path() -> None:
+    sources = sorted((ROOT / "docs").rglob("*.md"))
+    assert sources
+    found = {str(p.relative_to(ROOT)): MACHINE_PATHS.findall(p.read_text()) for p in sources}
+    assert not {k: v for k, v in found.items() if v}
+
+
+@pytest.mark.slow
+def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
+    texts: dict[str, str] = {str(p.relative_to(site)): p.read_text()
+                             for p in site.rglob("*.html") if p.name != "404.html"}
+    for entry in json.loads((site / "search" / "search_index.json").read_text())["docs"]:
+        page = entry["location"].split("#")[0] or "index.html"
+        texts[page] = texts.get(page, "") + entry["title"] + entry["text"]
+    found = {page: sorted(set(MACHINE_PATHS.findall(text))) for page, text in texts.items()}
+    unexpected = {page: paths for page, paths in found.items()
+                  if paths and page not in KNOWN_EXCEPTIONS}
+    assert not unexpected
+    fixed = sorted(page for page in KNOWN_EXCEPTIONS if not found.get(page))
+    assert not fixed, f"{fixed} hold no machine path any more: remove them from KNOWN_EXCEPTIONS"

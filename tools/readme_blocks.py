@@ -1,0 +1,47 @@
+"""Generated blocks of Markdown between two HTML comments, as in README.md:
+
+    <!-- inventory:start -->
+    ...generated, never edited by hand...
+    <!-- inventory:end -->
+
+``tools.inventory`` and ``tools.results_table`` write their README blocks with :func:`update`;
+the docs hook fills the same blocks of the docs pages with :func:`replace_block`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def replace_block(text: str, name: str, body: str, where: str = "the text") -> str:
+    """``text`` with the block ``name`` holding ``body``; a missing block is an error."""
+    start, end = markers(name)
+    if start not in text or end not in text.split(start, 1)[1]:
+        raise ValueError(f"{where} has no {start} ... {end} block: add the two lines where the "
+                         "generated table goes")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body.strip()}\n{end}{tail}"
+
+
+def update(path: Path, name: str, body: str, *, check: bool, command: str) -> int:
+    """Rewrite the block ``name`` of ``path`` (exit status 0), or with ``check`` only report
+    whether it is stale (1) without writing."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        updated = replace_block(text, name, body, where=path.name)
+    except ValueError as err:
+        print(err)
+        return 1
+    if check:
+        if updated != text:
+            print(f"{path.name}: the {name} block is out of date: run `{command}`")
+            return 1
+        return 0
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return 0
