@@ -1,0 +1,18 @@
+"""What the notebooks import to teach, one small module per concern:
+
+- ``helpers.paths``: where things are (the checkout, the data folder, DALI_extra's layout);
+  a leaf that every other module may import.
+- ``helpers.data_sources``: the data every notebook reads (``locate_data``), DALI_extra or the
+  embedded default; image-folder checks.
+- ``helpers.embedded_data``: builds the embedded default data (``make data``, or the notebooks
+  on first use); ``helpers.caffe2_records``: the LMDB record format it writes.
+- ``helpers.batches``, ``helpers.display``: samples out of a ``Batch``; image grids.
+- ``helpers.devices``: ``"auto" | "cpu" | "gpu"``, with a clear error without a GPU.
+- ``helpers.benchmarking``, ``helpers.plots``: statistics over trials, results JSON; charts.
+- ``helpers.capture_inspection``: which operators capture mode captured.
+- ``helpers.mnist_model``: the MNIST classifier.
+- ``helpers.parameters``: notebook parameter checks.
+
+The suite's machinery (the headless runner, records, the docs build) lives in ``tools``, which
+imports ``helpers``; ``helpers`` never imports ``tools``.
+"""

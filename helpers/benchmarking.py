@@ -8,26 +8,14 @@ import os
 import platform
 import statistics
 import subprocess
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers.devices import gpu_count
 from helpers.paths import REPO_ROOT
 
 RESULTS_SCHEMA = 1
-
-
-@contextmanager
-def stopwatch() -> Iterator[dict[str, float]]:
-    """``with stopwatch() as t: ...`` then ``t["seconds"]`` (wall clock, perf_counter)."""
-    timing: dict[str, float] = {}
-    start = time.perf_counter()
-    try:
-        yield timing
-    finally:
-        timing["seconds"] = time.perf_counter() - start
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
@@ -69,8 +57,6 @@ def machine_info() -> dict[str, Any]:
     """GPU name, driver, CUDA, DALI and torch versions, CPU model: what a number depends on."""
     import nvidia.dali
     import torch
-
-    from helpers.devices import gpu_count
 
     info: dict[str, Any] = {
         "cpu": _cpu_model(),

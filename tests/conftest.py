@@ -8,7 +8,7 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--gpu-run", type=Path, default=None,
-                     help="output folder of `helpers.suite run --device gpu` to check")
+                     help="output folder of `tools.suite run --device gpu` to check")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmarking import machine_info, machine_label, save_results, stopwatch, summarize
+from helpers.benchmarking import machine_info, machine_label, save_results, summarize
 
 
 def test_summarize() -> None:
@@ -15,12 +15,6 @@ def test_summarize() -> None:
     assert summarize([5.0])["stdev"] == 0.0
     with pytest.raises(ValueError):
         summarize([])
-
-
-def test_stopwatch_measures() -> None:
-    with stopwatch() as timing:
-        sum(range(10000))
-    assert timing["seconds"] > 0
 
 
 def test_machine_info_names_what_numbers_depend_on() -> None:

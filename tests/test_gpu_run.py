@@ -1,4 +1,4 @@
-"""GPU tier: checks of a `helpers.suite run --device gpu` output folder (make test-gpu)."""
+"""GPU tier: checks of a `tools.suite run --device gpu` output folder (make test-gpu)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.suite import notebooks
+from tools.suite import notebooks
 
 
 def _results(gpu_run: Path, name: str) -> dict:

@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import suite
-from helpers.data_sources import REPO_ROOT, default_data_dir
 from helpers.devices import gpu_available
+from helpers.paths import REPO_ROOT, default_data_dir
+from tools import suite
 
 pytestmark = pytest.mark.notebook
 

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers.paths import MNIST_TRAINING
-from helpers import suite
+from helpers import embedded_data
+from helpers.paths import MNIST_TRAINING, REPO_ROOT
+from tools import records, suite
+
+
+SAVE_ANSWER = ("import json, os, pathlib\n"
+               "pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS'], '{name}.json')"
+               ".write_text(json.dumps({{'answer': answer}}))")
 
 
 def _notebook(path: Path, *cells: str) -> Path:
@@ -31,6 +42,35 @@ def test_a_failing_cell_is_named_and_its_notebook_kept(tmp_path: Path) -> None:
     assert "07-broken" in text and "FAILED" in text and str(run.executed) in text
 
 
+def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "09-stale.ipynb", SAVE_ANSWER.format(name="09-stale"))
+    node = nbformat.read(notebook, as_version=4)
+    stale = new_code_cell("# Parameters\nanswer = 7\n")
+    stale.metadata["tags"] = ["injected-parameters"]
+    node.cells.insert(1, stale)
+    nbformat.write(node, notebook)
+    run = suite.run_notebook(notebook, tmp_path / "out", {})
+    assert run.ok, run.error
+    executed = nbformat.read(run.executed, as_version=4)
+    assert [c.source for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])] == []
+    assert run.results == {"answer": 42}  # the notebook's own default, not the stale 7
+    recorded = executed.metadata["papermill"]
+    assert recorded["input_path"] == str(notebook)  # a path, never a copy of the notebook
+    assert recorded["output_path"] == str(run.executed)
+
+
+def test_paths_inside_the_checkout_are_recorded_relative(tmp_path: Path) -> None:
+    out = suite.default_out_dir("test-paths")
+    try:
+        notebook = _notebook(tmp_path / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
+        run = suite.run_notebook(notebook, out, {})
+        recorded = nbformat.read(run.executed, as_version=4).metadata["papermill"]
+        assert recorded["output_path"] == run.executed.relative_to(REPO_ROOT).as_posix()
+        assert not recorded["output_path"].startswith("/")
+    finally:
+        shutil.rmtree(out)
+
+
 @pytest.mark.parametrize("parameters,message", [
     ({"answr": 1}, "has no parameter answr"),
     ({"answer": "42"}, "parameter answer must be of type int"),
@@ -42,32 +82,79 @@ def test_bad_parameters_stop_the_run_before_execution(tmp_path: Path, parameters
     assert not (tmp_path / "ran").exists() and not run.executed.exists()
 
 
-def test_each_run_gets_its_own_folder() -> None:
-    assert suite.default_out_dir("run") != suite.default_out_dir("bench")
-    assert str(suite.default_out_dir("run")).endswith(f"-{__import__('os').getpid()}")
+def test_each_run_gets_its_own_folder(tmp_path: Path, monkeypatch) -> None:
+    """Runs of the same kind that start in the same second still get folders of their own."""
+    class FrozenClock(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 11, 30, 12, 0, 0)
+
+    monkeypatch.setattr(suite._dt, "datetime", FrozenClock)
+    folders = [suite.default_out_dir("run", tmp_path) for _ in range(3)]
+    assert len(set(folders)) == 3 and all(f.is_dir() for f in folders)
+    assert folders[0].name == "run-20261130-120000"
 
 
-def test_scales_name_only_declared_parameters() -> None:
+def test_scales_come_from_the_notebook_metadata() -> None:
     for notebook in suite.notebooks():
         declared = suite.declared_parameters(notebook)
+        scales = suite.suite_metadata(notebook)["scales"]
+        assert {"ci", "bench"} <= set(scales), notebook.name
         for scale in suite.SCALES:
-            suite.check_known(declared, suite.parameters_for(notebook, scale, "cpu"), notebook.name)
+            parameters = suite.parameters_for(notebook, scale, "cpu")
+            assert parameters == {**scales.get(scale, {}), "device": "cpu"}
+            suite.check_known(declared, parameters, notebook.name)
+        assert suite.parameters_for(notebook, "full", "auto") == {}
 
 
-def test_unknown_scale_or_notebook() -> None:
+def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="unknown scale"):
         suite.parameters_for(suite.notebooks()[0], "huge", "auto")
     with pytest.raises(SystemExit, match="no notebook matches"):
         suite.notebooks(["99"])
+    with pytest.raises(SystemExit, match=r"has no parameters for scale 'ci'.*dali_tutorials"):
+        suite.parameters_for(_notebook(tmp_path / "11-bare.ipynb"), "ci", "auto")
 
 
+def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> None:
+    copies = suite.copy_notebooks(tmp_path)
+    assert [c.name for c in copies] == [n.name for n in suite.notebooks()]
+    for copy in copies:
+        node = nbformat.read(copy, as_version=4)
+        assert not [c for c in node.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    copies[0].write_text("my work")
+    suite.copy_notebooks(tmp_path)
+    assert copies[0].read_text() == "my work"
+    suite.copy_notebooks(tmp_path, fresh=True)
+    assert copies[0].read_text() != "my work"
+
+
+def test_a_record_carries_each_notebooks_wall_time(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    document = {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": None}, "parameters": {},
+                "headline": {"h": 1}, "results": {}}
+    (run / "results" / "01-x.json").write_text(json.dumps(document))
+    (run / "run.json").write_text(json.dumps({"notebooks": {"01-x": {"seconds": 12.5, "ok": True}}}))
+    record = json.loads(records.write_record(run, tmp_path / "r.json").read_text())
+    assert record["notebooks"]["01-x"]["seconds"] == 12.5 and record["date"] == "2026-11-30"
+
+
+def test_records_are_ordered_by_their_recorded_date_not_their_name(tmp_path: Path) -> None:
+    for name, created in (("a-2027-01-01.json", "2026-11-30T10:00:00+00:00"),
+                          ("z-2026-01-01.json", "2026-11-30T09:00:00+00:00"),
+                          ("m.json", "2026-12-01T08:00:00+00:00")):
+        (tmp_path / name).write_text(json.dumps({"date": created[:10],
+                                                 "notebooks": {"01-x": {"created": created}}}))
+    ordered = records.by_date(list(tmp_path.glob("*.json")))
+    assert [p.name for p in ordered] == ["z-2026-01-01.json", "a-2027-01-01.json", "m.json"]
+    assert records.latest(folder=tmp_path).name == "m.json"
+
+
+@pytest.mark.notebook
 def test_two_runs_at_once_do_not_clobber_each_other(tmp_path: Path) -> None:
     """Two headless runs side by side: each has its own folder and both succeed."""
-    import json
-    import subprocess
-    import sys
-
-    command = [sys.executable, "-m", "helpers.suite", "run", "--only", "01", "--scale", "ci"]
+    command = [sys.executable, "-m", "tools.suite", "run", "--only", "01", "--scale", "ci"]
     processes = [subprocess.Popen([*command, "--out", str(tmp_path / name)], text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for name in ("first", "second")]
@@ -76,16 +163,13 @@ def test_two_runs_at_once_do_not_clobber_each_other(tmp_path: Path) -> None:
     created = [json.loads((tmp_path / n / "results" / "01-getting-started.json").read_text())["created"]
                for n in ("first", "second")]
     assert all(created)
-    for name, output in zip(("first", "second"), outputs):
+    for name, output in zip(("first", "second"), outputs, strict=True):
         assert str(tmp_path / name / "notebooks") in output
+        assert json.loads((tmp_path / name / "run.json").read_text())["notebooks"]["01-getting-started"]["seconds"] > 0
 
 
+@pytest.mark.slow
 def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from helpers import embedded_data
-
     command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),
                "--records", "2000"]
     processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

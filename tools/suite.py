@@ -1,0 +1,280 @@
+"""Run the notebooks headless with papermill and summarize what they found.
+
+    python -m tools.suite run    [--device auto|cpu|gpu] [--scale full|ci|bench] [--out DIR]
+    python -m tools.suite bench  [--device ...]   (trials for the record: results/<machine>-<date>.json)
+    python -m tools.suite record --run DIR [--to FILE]   (gather a run's results into one record)
+    python -m tools.suite copy   --to DIR [--fresh]   (copies of the notebooks to work in or to test)
+
+Each run gets its own output folder (executed notebooks, results JSON, the wall time of each
+notebook in ``run.json``), so two runs never clobber each other, and the committed notebooks and
+data are only read. The parameters of each scale come from the notebook's own metadata,
+``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the notebook's own defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as _dt
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import papermill
+from papermill.exceptions import PapermillExecutionError
+
+from helpers.devices import GPUUnavailableError, resolve_device
+from helpers.parameters import ParameterError, check_known
+from helpers.paths import REPO_ROOT, relative
+from tools.records import write_record
+
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+# full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
+# two CPU cores; bench: more trials, for the numbers that results/ keeps
+SCALES = ("full", "ci", "bench")
+KERNEL = "python3"
+INJECTED = "injected-parameters"  # the tag of the cell that papermill injects
+
+
+@dataclass
+class NotebookRun:
+    name: str
+    executed: Path
+    results_file: Path
+    seconds: float = 0.0
+    error: str | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    found = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+    if only:
+        chosen = [p for p in found if any(p.stem.startswith(o) for o in only)]
+        if not chosen:
+            raise SystemExit(f"no notebook matches {only}; there are: {[p.stem for p in found]}")
+        return chosen
+    return found
+
+
+def suite_metadata(notebook: Path) -> dict[str, Any]:
+    """The notebook's ``metadata["dali_tutorials"]``: title, what you learn, GPU, scales."""
+    return nbformat.read(notebook, as_version=4).metadata.get("dali_tutorials", {})
+
+
+def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
+    if scale not in SCALES:
+        raise SystemExit(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    parameters: dict[str, Any] = {}
+    if scale != "full":
+        scales = suite_metadata(notebook).get("scales", {})
+        if scale not in scales:
+            raise SystemExit(
+                f"{notebook.name} has no parameters for scale {scale!r}: add them to its metadata "
+                f'as "dali_tutorials": {{"scales": {{"{scale}": {{...}}}}}} (scales it has: '
+                f"{', '.join(sorted(scales)) or 'none'})")
+        parameters = dict(scales[scale])
+    if device != "auto":
+        parameters["device"] = device
+    return parameters
+
+
+def declared_parameters(notebook: Path) -> dict[str, Any]:
+    """The notebook's parameters (its cell tagged ``parameters``) with their defaults."""
+    declared = papermill.inspect_notebook(str(notebook))
+    out = {}
+    for name, spec in declared.items():
+        try:
+            out[name] = ast.literal_eval(spec["default"])  # the parameters cell's literals
+        except (ValueError, SyntaxError):
+            out[name] = None
+    return out
+
+
+def without_injected_parameters(notebook: Path) -> nbformat.NotebookNode:
+    """The notebook without a cell that an earlier papermill run injected (papermill keeps such
+    a cell when it is given no parameters): every run starts from the notebook's own defaults."""
+    node = nbformat.read(notebook, as_version=4)
+    node.cells = [c for c in node.cells if INJECTED not in c.metadata.get("tags", [])]
+    return node
+
+
+def copy_notebooks(dest: Path, fresh: bool = False) -> list[Path]:
+    """Copies of the notebooks without papermill's injected parameters, in ``dest``: working
+    copies for `make lab` (an existing copy is kept: it may hold your work) or for nbval
+    (``fresh``: replaced)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for notebook in notebooks():
+        copy = dest / notebook.name
+        if fresh or not copy.exists():
+            nbformat.write(without_injected_parameters(notebook), copy)
+        copies.append(copy)
+    return copies
+
+
+def _describe_failure(error: Exception) -> str:
+    if isinstance(error, PapermillExecutionError):
+        source = error.source.strip().splitlines()
+        return (f"cell {error.cell_index} (In [{error.exec_count}]: "
+                f"{source[0] if source else ''!s}...) raised {error.ename}: {error.evalue}")
+    return f"{type(error).__name__}: {error}"
+
+
+def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
+    """The path papermill reads: the notebook itself, or, when it carries a stale injected
+    cell, a cleaned copy in the run folder."""
+    node = nbformat.read(notebook, as_version=4)
+    if not any(INJECTED in c.metadata.get("tags", []) for c in node.cells):
+        return notebook
+    clean = out_dir / "sources" / notebook.name
+    clean.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(without_injected_parameters(notebook), clean)
+    return clean
+
+
+def _record_paths(executed: Path, notebook: Path) -> None:
+    """papermill records the paths it was given; keep them free of this machine's folders."""
+    node = nbformat.read(executed, as_version=4)
+    node.metadata.setdefault("papermill", {}).update(input_path=relative(notebook),
+                                                     output_path=relative(executed))
+    nbformat.write(node, executed)
+
+
+def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> NotebookRun:
+    """Execute one notebook into ``out_dir``; an error is recorded, not raised."""
+    run = NotebookRun(notebook.stem, out_dir / "notebooks" / notebook.name,
+                      out_dir / "results" / f"{notebook.stem}.json")
+    run.executed.parent.mkdir(parents=True, exist_ok=True)
+    run.results_file.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    previous = os.environ.get("DALI_TUTORIALS_RESULTS")
+    os.environ["DALI_TUTORIALS_RESULTS"] = str(run.results_file.parent)
+    try:
+        check_known(declared_parameters(notebook), parameters, notebook.name)
+        papermill.execute_notebook(_source_for_papermill(notebook, out_dir), run.executed,
+                                   parameters=parameters, cwd=notebook.parent,
+                                   kernel_name=KERNEL, progress_bar=False)
+        run.results = json.loads(run.results_file.read_text())
+    except ParameterError as error:
+        run.error = str(error)
+    except Exception as error:  # a failing cell, or a kernel that died
+        run.error = _describe_failure(error)
+    finally:
+        if previous is None:
+            os.environ.pop("DALI_TUTORIALS_RESULTS", None)
+        else:
+            os.environ["DALI_TUTORIALS_RESULTS"] = previous
+        if run.executed.is_file():
+            _record_paths(run.executed, notebook)
+        run.seconds = time.perf_counter() - start
+    return run
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return str(value)
+
+
+def summary(runs: list[NotebookRun], out_dir: Path) -> str:
+    lines = [f"\n{'notebook':<22} {'status':<7} {'time':>7}  headline"]
+    for run in runs:
+        status = "ok" if run.ok else "FAILED"
+        headline = ", ".join(f"{k} {_format_value(v)}" for k, v in
+                             run.results.get("headline", {}).items())
+        lines.append(f"{run.name:<22} {status:<7} {run.seconds:>6.0f}s  {headline}")
+        if not run.ok:
+            lines.append(f"    {run.error}")
+            lines.append(f"    executed copy kept for inspection: {relative(run.executed)}")
+    machine = next((r.results["machine"] for r in runs if r.results), None)
+    if machine:
+        lines.append(f"\nmachine: {machine.get('gpu') or 'no GPU'}; CPU {machine['cpu']} "
+                     f"x{machine['cpu_count']}; DALI {machine['dali']}, torch {machine['torch']}")
+    lines.append(f"executed notebooks: {relative(out_dir / 'notebooks')}")
+    lines.append(f"results JSON:       {relative(out_dir / 'results')}")
+    return "\n".join(lines)
+
+
+def default_out_dir(kind: str, parent: Path = REPO_ROOT / "build") -> Path:
+    """A new folder ``<parent>/<kind>-<date>-<time>[-n]``, created here: the exclusive mkdir
+    keeps two runs that start in the same second apart."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        path = parent / (f"{kind}-{stamp}" if n == 1 else f"{kind}-{stamp}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise AssertionError("unreachable")
+
+
+def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None) -> list[NotebookRun]:
+    """Run the notebooks one by one into ``out_dir``; ``run.json`` there records each one's
+    wall time and status as it finishes."""
+    runs = []
+    chosen = notebooks(only)
+    parameters = {p: parameters_for(p, scale, device) for p in chosen}  # fails before running
+    for notebook in chosen:
+        print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
+        run = run_notebook(notebook, out_dir, parameters[notebook])
+        print(f"  {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
+        runs.append(run)
+        log = {"scale": scale, "device": device,
+               "notebooks": {r.name: {"seconds": round(r.seconds, 1), "ok": r.ok, "error": r.error}
+                             for r in runs}}
+        (out_dir / "run.json").write_text(json.dumps(log, indent=2) + "\n")
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("run", "bench", "record", "copy"))
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "gpu"))
+    parser.add_argument("--scale", default=None, choices=SCALES,
+                        help="parameter set (default: full for run, bench for bench)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: new)")
+    parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
+    parser.add_argument("--run", type=Path, help="record: the run folder to gather")
+    parser.add_argument("--to", type=Path, help="record: the file to write; copy: the folder")
+    parser.add_argument("--fresh", action="store_true", help="copy: replace existing copies")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        if args.run is None:
+            parser.error("record needs --run RUN_FOLDER")
+        print(f"record: {relative(write_record(args.run, args.to))}")
+        return 0
+    if args.command == "copy":
+        if args.to is None:
+            parser.error("copy needs --to FOLDER")
+        copies = copy_notebooks(args.to, args.fresh)
+        print(f"{len(copies)} notebooks in {relative(args.to)}")
+        return 0
+    scale = args.scale or ("bench" if args.command == "bench" else "full")
+    if args.device == "gpu":
+        try:
+            resolve_device("gpu")
+        except GPUUnavailableError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    out_dir = args.out or default_out_dir(args.command)
+    runs = run_suite(args.device, scale, out_dir, args.only)
+    print(summary(runs, out_dir))
+    if args.command == "bench" and all(r.ok for r in runs):
+        print(f"bench record: {relative(write_record(out_dir))}")
+    return 0 if all(r.ok for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
