@@ -172,7 +172,8 @@ def _build_split(data_dir: Path, split: str, records: int, seed: int, force: boo
     dest = data_dir / "dali_extra" / (MNIST_TRAINING if split == "training" else MNIST_TESTING)
     if not force and is_complete(dest):
         manifest = read_manifest(dest)
-        if manifest.get("layout") == MNIST_LAYOUT and (split == "testing" or manifest.get("records") == records):
+        same_records = split == "testing" or manifest.get("records") == records
+        if manifest.get("layout") == MNIST_LAYOUT and same_records:
             return dest
     _check_replaceable(dest)
     _remove_stale_builds(data_dir)

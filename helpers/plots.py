@@ -39,7 +39,7 @@ def per_epoch_lines(series: Mapping[str, Sequence[Sequence[float]]], *, ylabel: 
     """One line per trial, coloured by series (e.g. eager / capture), over epochs."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for color, (name, trials) in zip(colors, series.items()):
+    for color, (name, trials) in zip(colors, series.items(), strict=False):
         for index, values in enumerate(trials):
             ax.plot(range(1, len(values) + 1), values, marker="o", color=color, alpha=0.8,
                     label=name if index == 0 else None)

