@@ -1,31 +1,46 @@
 # dali-dynamic-tutorials: `make run` runs the suite, `make test` tests it; both set it up first.
 PYTHON ?= python3
 VENV ?= .venv
-# torch to install first; CI pins the CPU build (TORCH=torch==2.13.0)
-TORCH ?= torch
+# what `make setup` installs first; CI pins CPU builds that match (.ci/run)
+TORCH ?= torch torchvision
 # set SETUP= to use an interpreter that already has everything (e.g. the GPU runner)
 PY ?= $(VENV)/bin/python
 SETUP ?= $(VENV)/.installed
-KERNEL ?= dali-dynamic-tutorials
+# the Jupyter kernel that `make setup` installs, as the committed notebooks name it
+KERNEL_DISPLAY_NAME = Python 3 (dali-dynamic-tutorials)
 OUT ?=
+GPU_RUN = $(or $(OUT),build/gpu-run)
+SCALE ?= full
+# working copies for `make lab` (made when missing, never overwritten: they hold your work)
+LAB ?= lab
+LAB_ARGS ?=
+NBVAL_COPIES = build/nbval
+# the checkout is importable (helpers, tools) in every command and in the kernels they start
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help setup data run test test-gpu bench lab docs clean
+.PHONY: help setup data run test test-fast lint nbval test-gpu bench lab docs clean
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make run       set up, build the data, run every notebook headless, print a summary"
-	@echo "make test      set up and run the tests (CPU tier: unit tests, notebooks at CI scale, nbval)"
-	@echo "make data      build the embedded data (MNIST LMDB, photographs) in data/"
-	@echo "make lab       JupyterLab with the suite's kernel"
-	@echo "make test-gpu  GPU tier: notebooks on the GPU at full size, then nbval (needs a GPU)"
-	@echo "make bench     benchmark trials into results/<machine>-<date>.json"
-	@echo "make docs      the static site of the committed notebooks into build/site (runs nothing)"
+	@echo "make run        set up, build the data, run every notebook headless, print a summary"
+	@echo "make test       set up, then lint, the tests (unit, notebooks at CI scale, browser) and nbval"
+	@echo "make test-fast  unit tests only (no notebook runs, no browser, nothing slow): the inner loop"
+	@echo "make lint       ruff on the code and the notebooks"
+	@echo "make nbval      nbval on copies of the committed notebooks (run with their own defaults)"
+	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
+	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
+	@echo "make test-gpu   GPU tier: notebooks on the GPU at full size, then nbval (needs a GPU)"
+	@echo "make bench      benchmark trials into results/<machine>-<date>.json"
+	@echo "make docs       the static site of the committed notebooks into build/site (runs nothing)"
+	@echo "make setup      the virtual environment $(VENV) (and Debian's chromium when it can)"
+	@echo "make clean      remove build/ (not your working copies in $(LAB)/)"
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-docs.txt pyproject.toml .ci/install-browser.sh
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet "$(TORCH)"
+	$(VENV)/bin/python -m pip install --quiet $(TORCH)
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt -e .
-	$(VENV)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (dali-dynamic-tutorials)" >/dev/null
+	$(VENV)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "$(KERNEL_DISPLAY_NAME)" >/dev/null
+	bash .ci/install-browser.sh --if-possible
 	touch $@
 
 setup: $(SETUP)
@@ -34,28 +49,43 @@ data: $(SETUP)
 	$(PY) -m helpers.embedded_data
 
 run: data
-	$(PY) -m helpers.suite run $(if $(OUT),--out $(OUT))
+	$(PY) -m tools.suite run $(if $(OUT),--out $(OUT))
 
-test: data
+lint: $(SETUP)
+	$(PY) -m ruff check .
+
+test: lint data
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory nbval
 
-GPU_RUN = $(or $(OUT),build/gpu-run)
-SCALE ?= full
+test-fast: data
+	$(PY) -m pytest -m "not slow and not browser and not notebook"
+
+# the committed notebooks without the parameters their GPU run injected: their own defaults
+nbval: data
+	rm -rf $(NBVAL_COPIES)
+	$(PY) -m tools.suite copy --to $(NBVAL_COPIES)
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
+
 test-gpu: data
-	$(PY) -m helpers.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN)
+	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN)
 	$(PY) -m pytest -p no:cacheprovider tests/test_gpu_run.py --gpu-run $(GPU_RUN)
-	$(PY) -m pytest -p no:cacheprovider --nbval-lax $(GPU_RUN)/notebooks
+	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg $(GPU_RUN)/notebooks
 
 bench: data
-	$(PY) -m helpers.suite bench --device auto $(if $(OUT),--out $(OUT))
+	$(PY) -m tools.suite bench --device auto $(if $(OUT),--out $(OUT))
 
 # the site renders the committed, executed notebooks; it never runs them (docs/mkdocs.yml;
 # `mkdocs serve -f docs/mkdocs.yml` while editing)
 docs: $(SETUP)
 	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -f docs/mkdocs.yml
 
+# JupyterLab serves only the working copies: the committed notebooks are never written
 lab: data
-	$(VENV)/bin/jupyter lab notebooks/
+	$(PY) -m tools.suite copy --to $(LAB)
+	$(PY) -m jupyter lab $(LAB_ARGS) $(LAB)
 
 clean:
 	rm -rf build .pytest_cache

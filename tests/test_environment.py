@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import subprocess
+import sys
 from pathlib import Path
 
+import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,3 +52,63 @@ def test_make_knows_every_target_the_readme_names() -> None:
     result = subprocess.run(["make", "-n", "-C", str(ROOT), *sorted(targets), "SETUP="],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def _makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([a-z][a-z-]*):", text, re.M))
+
+
+def test_make_help_lists_every_target() -> None:
+    result = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True,
+                            check=True)
+    listed = set(re.findall(r"^make ([a-z-]+)", result.stdout, re.M))
+    assert listed == _makefile_targets() - {"help"}
+
+
+def test_every_makefile_variable_is_used() -> None:
+    text = (ROOT / "Makefile").read_text()
+    defined = set(re.findall(r"^([A-Z_]+)\s*[?:]?=", text, re.M))
+    unused = {v for v in defined if v != "PYTHONPATH" and f"$({v})" not in text}
+    assert not unused
+
+
+def _imported_packages() -> set[str]:
+    """Top-level names of the third-party packages the code, the tests and the notebooks import."""
+    sources = [p.read_text() for folder in ("helpers", "tools", "tests", "notebooks")
+               for p in (ROOT / folder).rglob("*.py")]
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        sources += ["\n".join(line for line in cell.source.splitlines()
+                              if not line.lstrip().startswith(("%", "!")))
+                    for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+    names: set[str] = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    local = {"helpers", "tools", "conftest"} | {p.stem for p in (ROOT / "tests").glob("*.py")}
+    return names - set(sys.stdlib_module_names) - local
+
+
+def test_every_imported_package_is_declared() -> None:
+    """pandas or PyYAML arriving as someone else's dependency is not enough: each is listed."""
+    declared = {_normalize(re.split(r"[=<>!~\[ ]", r)[0]) for r in _requirements(ROOT / "requirements.txt")}
+    distributions = importlib.metadata.packages_distributions()
+    undeclared = {name: distributions.get(name) for name in _imported_packages()
+                  if not {_normalize(d) for d in distributions.get(name, [name])} & declared}
+    assert not undeclared, f"imported but not in requirements.txt: {undeclared}"
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_committed_notebooks_name_the_suites_kernel() -> None:
+    """`make setup` installs the kernel as python3 with this display name; a notebook that names
+    another one is marked modified as soon as JupyterLab opens it."""
+    display = re.search(r"^KERNEL_DISPLAY_NAME = (.+)$", (ROOT / "Makefile").read_text(), re.M)[1]
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        spec = nbformat.read(notebook, as_version=4).metadata["kernelspec"]
+        assert (spec["name"], spec["display_name"]) == ("python3", display), notebook.name
