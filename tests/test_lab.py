@@ -1,0 +1,167 @@
+"""Interactive use never writes the committed notebooks: `make lab` serves working copies, and a
+notebook opened, run and saved through JupyterLab's server leaves notebooks/ byte-identical."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from tornado.websocket import websocket_connect
+
+from helpers.paths import REPO_ROOT
+from tools.suite import suite_metadata
+
+pytestmark = pytest.mark.slow
+NOTEBOOK = "01-getting-started.ipynb"
+TOKEN = uuid.uuid4().hex
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _committed() -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))}
+
+
+class Server:
+    def __init__(self, port: int, lab: Path) -> None:
+        self.base, self.lab = f"http://127.0.0.1:{port}", lab
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.base}{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {TOKEN}",
+                                                  "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                text = response.read().decode()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as error:
+            return error.code, None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`make lab` as a learner starts it, on working copies in a folder of the test's own."""
+    lab = tmp_path_factory.mktemp("lab") / "lab"
+    port = _free_port()
+    root = " --allow-root" if os.geteuid() == 0 else ""  # containers and CI machines run as root
+    log = open(lab.parent / "lab.log", "w")
+    process = subprocess.Popen(
+        ["make", "-s", "-C", str(REPO_ROOT), "lab", f"PY={sys.executable}", "SETUP=", f"LAB={lab}",
+         f"LAB_ARGS=--no-browser --port={port} --ServerApp.token={TOKEN} --ServerApp.port_retries=0{root}"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = Server(port, lab)
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if server.request("GET", "/api/status")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.time() > deadline:
+                pytest.fail(f"make lab did not serve: {(lab.parent / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        if process.poll() is None:  # make, jupyter lab and its kernels: ours alone
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: list) -> None:
+    """Execute the code cells on the server's kernel over its websocket, as JupyterLab does,
+    and put their outputs into ``cells``."""
+    url = (f"ws://{server.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
+           f"?session_id={session_id}&token={TOKEN}")
+    connection = await websocket_connect(url)
+    try:
+        count = 0
+        for cell in cells:
+            if cell.cell_type != "code":
+                continue
+            msg_id = uuid.uuid4().hex
+            await connection.write_message(json.dumps({
+                "header": {"msg_id": msg_id, "username": "test", "session": session_id,
+                           "msg_type": "execute_request", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": cell.source, "silent": False, "store_history": True,
+                            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+            cell.outputs = []
+            while True:
+                raw = await asyncio.wait_for(connection.read_message(), timeout=600)
+                assert raw is not None, "the kernel's websocket closed"
+                message = json.loads(raw)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind = message["header"]["msg_type"]
+                if kind in ("stream", "display_data", "execute_result", "error"):
+                    cell.outputs.append(nbformat.v4.output_from_msg(message))
+                    assert kind != "error", f"cell failed: {message['content']['evalue']}"
+                if kind == "status" and message["content"]["execution_state"] == "idle":
+                    break
+            count += 1
+            cell.execution_count = count
+    finally:
+        connection.close()
+
+
+def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
+    names = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    status, listing = server.request("GET", "/api/contents")
+    assert status == 200
+    assert sorted(item["name"] for item in listing["content"] if item["type"] == "notebook") == names
+    # JupyterLab serves the working copies only: the committed notebooks are out of its reach
+    assert server.request("GET", f"/api/contents/../notebooks/{NOTEBOOK}")[0] in (403, 404)
+
+
+def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(server: Server) -> None:
+    before = _committed()
+    status, model = server.request("GET", f"/api/contents/{NOTEBOOK}?content=1")
+    assert status == 200
+    notebook = nbformat.from_dict(model["content"])
+    # a learner makes the run quick: smaller values in the parameters cell
+    parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
+    ci = suite_metadata(REPO_ROOT / "notebooks" / NOTEBOOK)["scales"]["ci"]
+    parameters.source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in ci.items())
+    status, session = server.request("POST", "/api/sessions", {
+        "path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK, "kernel": {"name": "python3"}})
+    assert status == 201
+    asyncio.run(_run_cells(server, session["kernel"]["id"], session["id"], notebook.cells))
+    # autosave and "Save": the contents API, then a checkpoint
+    status, saved = server.request("PUT", f"/api/contents/{NOTEBOOK}",
+                                   {"type": "notebook", "format": "json", "content": notebook})
+    assert status == 200 and saved["path"] == NOTEBOOK
+    assert server.request("POST", f"/api/contents/{NOTEBOOK}/checkpoints")[0] == 201
+    server.request("DELETE", f"/api/sessions/{session['id']}")
+
+    assert _committed() == before
+    on_disk = nbformat.read(server.lab / NOTEBOOK, as_version=4)
+    code = [c for c in on_disk.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1))  # this run's
+    assert any("data source:" in o.get("text", "") for c in code for o in c.outputs)  # helpers imported
