@@ -92,17 +92,25 @@ def _imported_packages() -> set[str]:
     return names - set(sys.stdlib_module_names) - local
 
 
+def _top_level_names(distribution: str) -> set[str]:
+    """The names a declared distribution can be imported by."""
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return set()
+    listed = dist.read_text("top_level.txt")
+    if listed:
+        return set(listed.split())
+    return {Path(str(f)).parts[0].removesuffix(".py") for f in dist.files or []
+            if not str(f).startswith("..") and ".dist-info" not in str(f)}
+
+
 def test_every_imported_package_is_declared() -> None:
     """pandas or PyYAML arriving as someone else's dependency is not enough: each is listed."""
-    declared = {_normalize(re.split(r"[=<>!~\[ ]", r)[0]) for r in _requirements(ROOT / "requirements.txt")}
-    distributions = importlib.metadata.packages_distributions()
-    undeclared = {name: distributions.get(name) for name in _imported_packages()
-                  if not {_normalize(d) for d in distributions.get(name, [name])} & declared}
-    assert not undeclared, f"imported but not in requirements.txt: {undeclared}"
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    declared = {re.split(r"[=<>!~\[ ]", r)[0] for r in _requirements(ROOT / "requirements.txt")}
+    importable = set().union(*(_top_level_names(d) for d in declared))
+    undeclared = _imported_packages() - importable
+    assert not undeclared, f"imported but not in requirements.txt: {sorted(undeclared)}"
 
 
 def test_committed_notebooks_name_the_suites_kernel() -> None:
