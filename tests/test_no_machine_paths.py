@@ -3,6 +3,7 @@ temporary or output folder in the notebooks, results JSON, docs pages or README.
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -37,7 +38,15 @@ def committed_files(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def machine_paths(path: Path) -> list[str]:
-    return sorted(set(ABSOLUTE.findall(path.read_text(errors="replace"))))
+    text = path.read_text(errors="replace")
+    found = set(ABSOLUTE.findall(text))
+    if path.suffix == ".ipynb":  # papermill records the paths it was handed: a path, relative
+        recorded = json.loads(text)["metadata"].get("papermill", {})
+        for key in ("input_path", "output_path"):
+            value = recorded.get(key)
+            if value is not None and (not isinstance(value, str) or value.startswith("/")):
+                found.add(f"metadata.papermill.{key} = {str(value)[:40]}")
+    return sorted(found)
 
 
 @pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
@@ -56,3 +65,7 @@ def test_the_check_finds_machine_paths_and_spares_the_rest(tmp_path: Path) -> No
                     "fine: ~/DALI_extra, $DALI_EXTRA_PATH/db, build/run-1, "
                     "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n")
     assert machine_paths(page) == sorted({f"{REPO_ROOT}/data", "/tmp/pytest-1/x.json", "/root/out/run"})
+    notebook = tmp_path / "run.ipynb"
+    notebook.write_text(json.dumps({"metadata": {"papermill": {"input_path": {"cells": []},
+                                                               "output_path": "build/run/x.ipynb"}}}))
+    assert machine_paths(notebook) == ["metadata.papermill.input_path = {'cells': []}"]
