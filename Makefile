@@ -80,7 +80,7 @@ bench: data
 # the site renders the committed, executed notebooks; it never runs them (docs/mkdocs.yml;
 # `mkdocs serve -f docs/mkdocs.yml` while editing)
 docs: $(SETUP)
-	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -f docs/mkdocs.yml
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -f docs/mkdocs.yml
 
 # JupyterLab serves only the working copies: the committed notebooks are never written
 lab: data

@@ -13,6 +13,6 @@
 - ``helpers.mnist_model``: the MNIST classifier.
 - ``helpers.parameters``: notebook parameter checks.
 
-The suite's machinery (the headless runner, records, the docs build) lives in ``tools``, which
+The suite's machinery (the headless runner, the generated tables, the docs build) lives in ``tools``, which
 imports ``helpers``; ``helpers`` never imports ``tools``.
 """

@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from helpers import embedded_data
 from helpers.paths import MNIST_TRAINING, REPO_ROOT
-from tools import records, suite
+from tools import suite
 
 SAVE_ANSWER = ("import json, os, pathlib\n"
                "pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS'], '{name}.json')"
@@ -135,19 +135,8 @@ def test_a_record_carries_each_notebooks_wall_time(tmp_path: Path) -> None:
                 "headline": {"h": 1}, "results": {}}
     (run / "results" / "01-x.json").write_text(json.dumps(document))
     (run / "run.json").write_text(json.dumps({"notebooks": {"01-x": {"seconds": 12.5, "ok": True}}}))
-    record = json.loads(records.write_record(run, tmp_path / "r.json").read_text())
+    record = json.loads(suite.write_record(run, tmp_path / "r.json").read_text())
     assert record["notebooks"]["01-x"]["seconds"] == 12.5 and record["date"] == "2026-11-30"
-
-
-def test_records_are_ordered_by_their_recorded_date_not_their_name(tmp_path: Path) -> None:
-    for name, created in (("a-2027-01-01.json", "2026-11-30T10:00:00+00:00"),
-                          ("z-2026-01-01.json", "2026-11-30T09:00:00+00:00"),
-                          ("m.json", "2026-12-01T08:00:00+00:00")):
-        (tmp_path / name).write_text(json.dumps({"date": created[:10],
-                                                 "notebooks": {"01-x": {"created": created}}}))
-    ordered = records.by_date(list(tmp_path.glob("*.json")))
-    assert [p.name for p in ordered] == ["z-2026-01-01.json", "a-2027-01-01.json", "m.json"]
-    assert records.latest(folder=tmp_path).name == "m.json"
 
 
 @pytest.mark.notebook

@@ -1,6 +1,6 @@
 """The suite's machinery, apart from what the notebooks teach: the headless runner
-(``tools.suite``), the results records (``tools.records``), the generated tables and the docs
-build: whatever only ``make`` and the tests call.
+(``tools.suite``, which also writes the records in ``results/``), the README's generated tables
+and the docs build: whatever only ``make`` and the tests call.
 
 It may import ``helpers``; ``helpers`` never imports it (tests/test_structure.py checks both).
 """

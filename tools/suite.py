@@ -29,10 +29,10 @@ import nbformat
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
+from helpers.benchmarking import machine_label
 from helpers.devices import GPUUnavailableError, resolve_device
 from helpers.parameters import ParameterError, check_known
 from helpers.paths import REPO_ROOT, relative
-from tools.records import write_record
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
@@ -236,6 +236,29 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
                              for r in runs}}
         (out_dir / "run.json").write_text(json.dumps(log, indent=2) + "\n")
     return runs
+
+
+def write_record(run_dir: Path, path: Path | None = None) -> Path:
+    """Gather one run folder (``<run>/results/*.json`` and the wall times in ``<run>/run.json``)
+    into one record, by default ``results/<machine>-<date>.json``: what `make bench` keeps and
+    the README table reads."""
+    results = run_dir / "results"
+    documents = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
+    if not documents:
+        raise SystemExit(f"no results JSON in {results}")
+    log = run_dir / "run.json"
+    seconds = {name: entry["seconds"] for name, entry in
+               json.loads(log.read_text())["notebooks"].items()} if log.is_file() else {}
+    machine = next(iter(documents.values()))["machine"]
+    date = min(d["created"] for d in documents.values())[:10]
+    path = path or REPO_ROOT / "results" / f"{machine_label(machine)}-{date}.json"
+    record = {"machine": machine, "date": date,
+              "notebooks": {name: {**{k: d[k] for k in ("created", "parameters", "headline", "results")},
+                                   **({"seconds": seconds[name]} if name in seconds else {})}
+                            for name, d in documents.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
