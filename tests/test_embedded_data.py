@@ -122,7 +122,7 @@ def test_photographs_two_classes_readable_by_dali(tmp_path: Path) -> None:
     images = embedded_data.build_photos(tmp_path)
     files = sorted(images.rglob("*.jpg"))
     assert len(files) == 21
-    assert sorted(p.name for p in images.iterdir() if p.is_dir()) == ["earth", "space"]
+    assert sorted(p.name for p in images.iterdir() if p.is_dir()) == ["everyday", "space"]
     reader = ndd.readers.File(file_root=str(images))
     seen = []
     for jpegs, labels in reader.next_epoch(batch_size=7):
@@ -141,3 +141,16 @@ def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
                             env={**os.environ})
     assert result.returncode == 2
     assert "records must be a positive number" in result.stderr
+
+
+def test_photos_of_an_older_layout_are_rebuilt(tmp_path: Path) -> None:
+    import json
+
+    images = embedded_data.build_photos(tmp_path)
+    manifest = embedded_data.read_manifest(images)
+    (images / "earth").mkdir()  # what layout 1 had
+    manifest["layout"] = 1
+    (images / embedded_data.MANIFEST).write_text(json.dumps(manifest))
+    assert not embedded_data.photos_current(images)
+    embedded_data.build_photos(tmp_path)
+    assert embedded_data.photos_current(images) and not (images / "earth").exists()
