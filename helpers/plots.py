@@ -14,7 +14,8 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *
                  ylabel: str, title: str, xlabel: str | None = None) -> Figure:
     """One bar per (group, series), e.g. groups = thread counts, series = devices. ``errors``
     holds (low, high) per bar, drawn as the min-max range of the trials."""
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(groups) * max(1, len(series)) / 2, 3.6))
+    width = 1.6 + 1.4 * len(groups) * max(1, len(series)) / 2
+    fig, ax = plt.subplots(figsize=(min(max(width, 5.0), 11.0), 3.8))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
     for i, (name, values) in enumerate(series.items()):
@@ -30,7 +31,7 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *
         ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # beside the bars
     ax.margins(y=0.15)
     fig.tight_layout()
     return fig
