@@ -81,7 +81,9 @@ def _ensure_built(data_dir: Path, with_mnist: bool, build_missing: bool) -> None
     if with_mnist:
         builders[data_dir / "dali_extra" / MNIST_TRAINING] = embedded_data.build_mnist
         builders[data_dir / "dali_extra" / MNIST_TESTING] = embedded_data.build_mnist
-    missing = [path for path in builders if not embedded_data.is_complete(path)]
+    current = {data_dir / "images": embedded_data.photos_current}
+    missing = [path for path in builders
+               if not current.get(path, embedded_data.is_complete)(path)]
     if missing and not build_missing:
         raise DataSourceError(
             "The embedded data is missing or incomplete ("
@@ -127,7 +129,7 @@ class ImageFolder:
 
     def describe(self) -> str:
         counts = {c: sum(1 for f in self.files if f.parent.name == c) for c in self.classes}
-        return f"{len(self.files)} images in {self.root}: " + ", ".join(
+        return f"{len(self.files)} images in {relative(self.root)}: " + ", ".join(
             f"{label} = {name} ({counts[name]})" for label, name in enumerate(self.classes))
 
     def check_batch_size(self, batch_size: int) -> int:

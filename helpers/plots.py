@@ -11,10 +11,11 @@ from matplotlib.figure import Figure
 
 def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *,
                  errors: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-                 ylabel: str, title: str) -> Figure:
+                 ylabel: str, title: str, xlabel: str | None = None) -> Figure:
     """One bar per (group, series), e.g. groups = thread counts, series = devices. ``errors``
     holds (low, high) per bar, drawn as the min-max range of the trials."""
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(groups) * max(1, len(series)) / 2, 3.6))
+    width = 1.6 + 1.4 * len(groups) * max(1, len(series)) / 2
+    fig, ax = plt.subplots(figsize=(min(max(width, 5.0), 11.0), 3.8))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
     for i, (name, values) in enumerate(series.items()):
@@ -24,11 +25,13 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *
             low_high = np.array(errors[name], dtype=float)
             yerr = np.abs(low_high.T - np.asarray(values, dtype=float))
         bars = ax.bar(offset, values, width, label=name, yerr=yerr, capsize=3)
-        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8, padding=2)
+        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=7, padding=2)
     ax.set_xticks(x, groups)
+    if xlabel:
+        ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # beside the bars
     ax.margins(y=0.15)
     fig.tight_layout()
     return fig

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from helpers.data_sources import locate_data
+from helpers.paths import REPO_ROOT, default_data_dir
+from tools import suite
 
 # Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another
 # Chromium-based browser may be named with DALI_TUTORIALS_CHROMIUM.
@@ -61,3 +66,22 @@ def gpu_run(request: pytest.FixtureRequest) -> Path:
     if path is None:
         pytest.skip("GPU tier only: pass --gpu-run DIR (make test-gpu does)")
     return path
+
+
+def _fingerprint() -> dict[str, str]:
+    """The committed notebooks and the data manifests: running a notebook must not change them."""
+
+    files = sorted(REPO_ROOT.glob("notebooks/*.ipynb")) + sorted(default_data_dir().rglob("MANIFEST.json"))
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every notebook executed once at CI scale (shared by the tests of all notebooks)."""
+
+    locate_data(verbose=False)  # build the data first: a first build is not a change
+    before = _fingerprint()
+    out = tmp_path_factory.mktemp("ci-run")
+    runs = suite.run_suite("auto", "ci", out)
+    assert _fingerprint() == before, "running the notebooks changed committed files or data"
+    return {run.name: run for run in runs}

@@ -80,8 +80,8 @@ def test_missing_embedded_data_is_built_on_first_use(tmp_path: Path, monkeypatch
 
 def test_image_folder_description(built: Path) -> None:
     folder = check_image_folder(built / "images")
-    assert folder.classes == ["earth", "space"] and len(folder.files) == 21
-    assert "0 = earth (11), 1 = space (10)" in folder.describe()
+    assert folder.classes == ["everyday", "space"] and len(folder.files) == 21
+    assert "0 = everyday (11), 1 = space (10)" in folder.describe()
 
 
 def test_image_folder_that_does_not_exist(tmp_path: Path) -> None:

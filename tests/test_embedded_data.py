@@ -128,7 +128,7 @@ def test_photographs_two_classes_readable_by_dali(tmp_path: Path) -> None:
     images = embedded_data.build_photos(tmp_path)
     files = sorted(images.rglob("*.jpg"))
     assert len(files) == 21
-    assert sorted(p.name for p in images.iterdir() if p.is_dir()) == ["earth", "space"]
+    assert sorted(p.name for p in images.iterdir() if p.is_dir()) == ["everyday", "space"]
     reader = ndd.readers.File(file_root=str(images))
     seen = []
     for jpegs, labels in reader.next_epoch(batch_size=7):
@@ -163,3 +163,16 @@ def test_testing_split_holds_digits_never_in_training(small_mnist: Path) -> None
     assert not held_out & {all_digits[i].tobytes() for i in manifests["training"]["digits"]}
     labels = [decode_record(v).label for v in _lmdb_values(testing)]
     assert len(labels) == embedded_data.MNIST_TEST_DIGITS and set(labels) == set(range(10))
+
+
+def test_photos_of_an_older_layout_are_rebuilt(tmp_path: Path) -> None:
+    import json
+
+    images = embedded_data.build_photos(tmp_path)
+    manifest = embedded_data.read_manifest(images)
+    (images / "earth").mkdir()  # what layout 1 had
+    manifest["layout"] = 1
+    (images / embedded_data.MANIFEST).write_text(json.dumps(manifest))
+    assert not embedded_data.photos_current(images)
+    embedded_data.build_photos(tmp_path)
+    assert embedded_data.photos_current(images) and not (images / "earth").exists()

@@ -1,0 +1,116 @@
+"""Notebook 01, executed at CI scale (``ci_run``): what it records, and how it fails."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.data_sources import REPO_ROOT, locate_data
+from helpers.devices import gpu_available
+from helpers.embedded_data import jpeg_variants
+from tools import suite
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "01-getting-started.ipynb"
+notebook_tests = pytest.mark.notebook
+
+
+@notebook_tests
+def test_getting_started_records_what_it_taught(ci_run) -> None:
+    document = ci_run["01-getting-started"].results
+    results, parameters = document["results"], document["parameters"]
+    assert results["epoch_batch_sizes"] == [parameters["batch_size"]] * 3
+    assert results["first_image_shape"] == [427, 640, 3]
+    assert results["slice_shape"] == [100, 150, 3]
+    assert results["classes"] == ["everyday", "space"]
+    assert len(set(results["unshuffled_labels"])) == 1  # alphabetical order: one class
+    assert results["shuffled_labels"] != results["unshuffled_labels"]
+    assert results["fixed_rotation_corner_max"] == 0  # the fill value in the corners
+    angles = results["random_angles"]
+    assert all(-10 <= a <= 10 for a in angles) and len(set(angles)) == len(angles)
+    assert results["random_without_batch_size"] == "Tensor"
+
+
+@notebook_tests
+def test_getting_started_shows_what_shuffling_does_to_epochs(ci_run) -> None:
+    results = ci_run["01-getting-started"].results["results"]
+    images = results["images"]
+    epochs = list(results["shuffle_epochs"].values())
+    assert len(epochs) == 4 and all(len(rows) == 3 for rows in epochs)
+    padded = epochs[-1]  # random_shuffle, initial_fill = data set, pad_last_batch
+    assert all(row["distinct photos"] == images for row in padded)
+    assert all(row["distinct photos"] <= images for rows in epochs for row in rows)
+
+
+@notebook_tests
+def test_getting_started_times_distinct_images_on_every_decoder(ci_run) -> None:
+    document = ci_run["01-getting-started"].results
+    results, parameters = document["results"], document["parameters"]
+    assert results["speed_distinct_images"] == parameters["speed_images"]
+    decoders = ["cpu"] + ([f"gpu-hw{load:g}" for load in parameters["hw_decoder_loads"]]
+                          if gpu_available() else [])
+    rates = results["decode_rates"]
+    assert set(rates) == {f"{d}@{n}" for d in decoders for n in parameters["thread_counts"]}
+    assert all(len(trial) == parameters["trials"] and min(trial) > 0 for trial in rates.values())
+    headline = document["headline"]
+    reference = 4 if 4 in parameters["thread_counts"] else max(parameters["thread_counts"])
+    assert headline[f"cpu_decode_img_s_{reference}_threads"] > 0
+
+
+@notebook_tests
+@pytest.mark.skipif(gpu_available(), reason="checks the CPU path of the GPU steps")
+def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
+    executed = nbformat.read(ci_run["01-getting-started"].executed, as_version=4)
+
+    def output_of(marker: str) -> str:
+        cells = [c for c in executed.cells if c.cell_type == "code" and marker in c.source]
+        assert len(cells) == 1, marker
+        return "".join(o.get("text", "") for o in cells[0].outputs)
+
+    assert "Skipped: Step 7" in output_of('skip_message("Step 7")')
+    assert "Skipped: Step 8" in output_of('skip_message("Step 8")')
+    assert "Skipped: Timing the GPU decoder" in output_of('skip_message("Timing the GPU decoder")')
+    cpu_timings = output_of('rates["CPU", n] = timed(')
+    assert "Skipped" not in cpu_timings and "CPU," in cpu_timings
+
+
+@notebook_tests
+@pytest.mark.parametrize("parameters,message", [
+    ({"batch_size": 0}, "parameter batch_size must be a positive integer"),
+    ({"batch_size": 22}, "batch_size=22 is larger than the 21 images"),
+    ({"image_dir": "/no/such/folder"}, "image folder /no/such/folder does not exist"),
+    ({"speed_batch_size": 65}, "speed_batch_size=65 is larger than speed_images=64"),
+    ({"hw_decoder_loads": [0.5, 2.0]}, "hw_decoder_loads must be a non-empty list of numbers in [0, 1]"),
+])
+def test_bad_parameter_values_fail_with_their_name(tmp_path: Path, parameters, message) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, parameters)
+    assert not run.ok and message in run.error
+    assert run.executed.is_file()
+
+
+@notebook_tests
+@pytest.mark.parametrize("notebook", ["01-getting-started.ipynb", "02-capture-mode.ipynb"])
+def test_a_mistyped_parameter_fails_under_plain_papermill(tmp_path: Path, notebook: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "papermill", str(REPO_ROOT / "notebooks" / notebook),
+         str(tmp_path / notebook), "-p", "batchsize", "8", "--cwd", str(REPO_ROOT / "notebooks")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode != 0
+    assert "unknown parameter batchsize; did you mean batch_size?" in result.stdout + result.stderr
+
+
+def test_jpeg_variants_are_distinct_jpegs_of_the_photos_size() -> None:
+    from PIL import Image
+
+    files = sorted(locate_data(verbose=False).images.rglob("*.jpg"))
+    variants = jpeg_variants(files, 64)
+    assert len({hashlib.sha256(v).hexdigest() for v in variants}) == 64
+    assert {Image.open(io.BytesIO(v)).size for v in variants} == {(640, 427)}
+    assert variants == jpeg_variants(files, 64)  # deterministic
+    with pytest.raises(ValueError, match="only 16 distinct"):
+        jpeg_variants(files[:2], 17)

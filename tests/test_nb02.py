@@ -1,0 +1,116 @@
+"""Notebook 02, executed at CI scale (``ci_run``), its inline model, and the held-out split."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import lmdb
+import nbformat
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+
+from helpers import mnist_model
+from helpers.caffe2_records import decode_record
+from helpers.data_sources import REPO_ROOT, locate_data
+from helpers.devices import gpu_available
+from tools import suite
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
+notebook_tests = pytest.mark.notebook
+
+
+@notebook_tests
+def test_capture_mode_matches_eager_and_learns(ci_run) -> None:
+    document = ci_run["02-capture-mode"].results
+    results, headline, parameters = document["results"], document["headline"], document["parameters"]
+    assert results["identical_batches"] is True
+    assert headline["eager_samples_per_s"] > 0 and headline["capture_samples_per_s"] > 0
+    for mode in ("eager", "capture"):
+        runs = results["runs"][mode]
+        assert len(runs) == parameters["trials"]
+        assert all(len(r["epoch_samples_per_s"]) == parameters["epochs"] - 1 for r in runs)
+        assert all(len(r["losses"]) == parameters["epochs"] for r in runs)
+        assert all(r["losses"][-1] < r["losses"][0] for r in runs)
+    eager, capture = results["runs"]["eager"], results["runs"]["capture"]
+    for e, c in zip(eager, capture, strict=True):
+        assert e["losses"] == pytest.approx(c["losses"], rel=1e-5)
+    assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
+        headline["last_epoch_mean_loss_capture"], rel=1e-5)
+
+
+@notebook_tests
+def test_held_out_accuracy_is_recorded_and_equal_in_both_modes(ci_run) -> None:
+    document = ci_run["02-capture-mode"].results
+    results, headline = document["results"], document["headline"]
+    accuracies = results["test_accuracies"]
+    assert accuracies["eager"] == accuracies["capture"]
+    assert headline["test_accuracy_eager"] == headline["test_accuracy_capture"]
+    assert 0.5 < headline["test_accuracy_eager"] <= 1.0  # 10 classes: chance is 0.1
+    if results["embedded_data"]:
+        assert results["test_digits"] == 1000
+
+
+@notebook_tests
+def test_capture_rules_recorded_with_evidence(ci_run) -> None:
+    results = ci_run["02-capture-mode"].results["results"]
+    assert results["captured_operators"][:4] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize"]
+    assert {"Squeeze", "Cast"} <= set(results["captured_operators"])
+    assert results["capture_rules_demo"] == {
+        "rotate_with_global": ["Image"], "rotate_with_invariant": ["Image", "Uniform", "Rotate"]}
+    assert "Cannot change batch size" in results["batch_size_change_error"]
+    if not gpu_available():
+        assert results["decode_placement"] == {"cpu": [], "gpu": []}
+
+
+@pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
+@notebook_tests
+def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
+    assert not run.ok and "GPUUnavailableError" in run.error and 'device="cpu"' in run.error
+
+
+def test_the_inline_model_is_the_helpers_model() -> None:
+    """Notebook 02 shows the classifier's lines inline; helpers.mnist_model keeps a copy."""
+    cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells
+             if c.cell_type == "code" and "class MNISTClassifier" in c.source]
+    assert len(cells) == 1
+    namespace = {"torch": torch, "nn": nn, "F": F, "print": lambda *args: None}
+    exec(cells[0], namespace)  # noqa: S102 - the notebook's own cell, to compare its model
+    torch.manual_seed(0)
+    inline = namespace["MNISTClassifier"]()
+    torch.manual_seed(0)
+    helper = mnist_model.MNISTClassifier()
+
+    def shapes(model):
+        return [(k, tuple(v.shape)) for k, v in model.state_dict().items()]
+
+    assert shapes(inline) == shapes(helper)
+    images = torch.randn(5, 1, 28, 28)
+    inline.load_state_dict(helper.state_dict())
+    assert torch.equal(inline(images), helper(images))
+
+
+def _digit_hashes(path: Path) -> list[str]:
+    env = lmdb.open(str(path), readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            return [hashlib.sha256(np.asarray(Image.open(io.BytesIO(decode_record(v).jpeg)))
+                                   .tobytes()).hexdigest() for _, v in txn.cursor()]
+    finally:
+        env.close()
+
+
+def test_the_held_out_digits_never_appear_in_training() -> None:
+    data = locate_data(verbose=False)
+    if not data.origin.startswith("embedded"):
+        pytest.skip("checks the embedded split (DALI_EXTRA_PATH is set)")
+    training, testing = _digit_hashes(data.mnist_training), _digit_hashes(data.mnist_testing)
+    assert len(testing) == 1000 and len(set(testing)) == 1000
+    assert len(training) == 60_000 and len(set(training)) == 4000
+    assert not set(training) & set(testing)
