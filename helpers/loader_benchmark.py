@@ -160,11 +160,10 @@ def _short(function: tuple[str, int, str]) -> str:
     if filename == "~":  # a C function
         return name.strip("<>")
     parts = filename.replace("\\", "/").split("/")
-    for anchor in ("site-packages", "lib", "helpers", "notebooks"):
-        if anchor in parts:
-            parts = parts[parts.index(anchor) + 1:]
-            break
-    return f"{'/'.join(parts[-3:])}:{line}({name})"
+    for anchor in ("site-packages", "helpers"):
+        if anchor in parts:  # a package's path from its top-level folder, never the machine's
+            return f"{'/'.join(parts[parts.index(anchor) + 1:][-3:])}:{line}({name})"
+    return f"{parts[-1]}:{line}({name})"
 
 
 def _package(function: tuple[str, int, str]) -> str:
