@@ -11,7 +11,6 @@ import pytest
 
 from helpers import suite
 from helpers.data_sources import REPO_ROOT
-from helpers.devices import gpu_available
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
 NAME = NOTEBOOK.stem
@@ -75,10 +74,9 @@ def test_loaders_deliver_the_same_data(document) -> None:
     assert results["dali_loaders_bit_equal"] is True
     checks = results["equal_data"]
     assert {"capture, no rotation, CPU decode", "pipeline, no rotation, CPU decode",
-            "dataloader, no rotation, CPU decode", "capture, rotated"} <= set(checks)
+            "dataloader, no rotation, CPU decode", "capture, rotated, CPU decode"} <= set(checks)
     assert all(c["labels_equal"] and c["max_grey_levels"] <= 1.0 for c in checks.values())
-    if not gpu_available():  # on the CPU the rotated dynamic-mode loaders agree bit for bit
-        assert results["rotated_bit_equal"] is True
+    assert results["rotated_bit_equal"] is True  # same RNG seed, same angles, same decoder
 
 
 @pytest.mark.notebook
@@ -140,7 +138,7 @@ def test_gpu_run_measured_the_gpu_knobs(gpu_run: Path) -> None:
     assert {k["batch"] for k in knobs["decode on the CPU"]} == set(parameters["batch_sizes"])
     assert {k["hw_decoder_load"] for k in knobs["hw_decoder_load"]} == set(
         parameters["hw_decoder_loads"])
-    assert results["dali_loaders_bit_equal"] is True
+    assert results["dali_loaders_bit_equal"] is True and results["rotated_bit_equal"] is True
     assert all(isinstance(g["met"], bool) for g in results["goals"].values())
 
 
