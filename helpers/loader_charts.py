@@ -18,7 +18,7 @@ def time_split_bars(labels: Sequence[str], data_ms: Sequence[float], train_ms: S
     ax.barh(y, data_ms, label="data side (loader delivers the batch)", color="tab:orange")
     ax.barh(y, train_ms, left=data_ms, label="training side (forward, backward, step)",
             color="tab:blue")
-    for i, (d, t) in enumerate(zip(data_ms, train_ms)):
+    for i, (d, t) in enumerate(zip(data_ms, train_ms, strict=True)):
         ax.text(d + t, i, f" {d + t:.2f} ms", va="center", fontsize=8)
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
@@ -37,7 +37,7 @@ def crossover(series: Mapping[str, Sequence[tuple[int, float, float, float]]], *
     is drawn as a horizontal band."""
     fig, ax = plt.subplots(figsize=(6.8, 4.0))
     for name, points in series.items():
-        batches, medians, lows, highs = (np.array(v, dtype=float) for v in zip(*points))
+        batches, medians, lows, highs = (np.array(v, dtype=float) for v in zip(*points, strict=True))
         ax.errorbar(batches, medians, yerr=[medians - lows, highs - medians], marker="o",
                     capsize=3, label=name)
     if ceiling is not None:

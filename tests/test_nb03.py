@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import suite
 from helpers.data_sources import REPO_ROOT
+from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
 NAME = NOTEBOOK.stem
@@ -21,14 +21,10 @@ HEADLINE = ("eager_samples_per_s", "capture_samples_per_s", "pipeline_default_sa
             "best_over_best_pipeline", "best_over_ceiling")
 
 
-def ci_parameters() -> dict:
-    """The notebook's own CI scale (its metadata), passed explicitly."""
-    return dict(nbformat.read(NOTEBOOK, as_version=4).metadata["dali_tutorials"]["scales"]["ci"])
-
-
 @pytest.fixture(scope="module")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> suite.NotebookRun:
-    run = suite.run_notebook(NOTEBOOK, tmp_path_factory.mktemp("nb03"), ci_parameters())
+    parameters = suite.parameters_for(NOTEBOOK, "ci", "auto")  # the notebook's own CI scale
+    run = suite.run_notebook(NOTEBOOK, tmp_path_factory.mktemp("nb03"), parameters)
     assert run.ok, run.error
     return run
 
@@ -121,7 +117,7 @@ def test_loader_batch_sizes_must_be_multiples_of_the_step(tmp_path: Path) -> Non
     assert not run.ok and "must be a multiple of the first (64)" in run.error
 
 
-# GPU tier: checks of a `helpers.suite run --device gpu` output folder (make test-gpu)
+# GPU tier: checks of a `tools.suite run --device gpu` output folder (make test-gpu)
 
 
 def _gpu_results(gpu_run: Path) -> dict:
