@@ -23,10 +23,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the browser is marked ``browser`` (so ``-m "not browser"`` leaves it
-    out), whichever fixture brought the browser in."""
+    out), whichever fixture brought the browser in; one that checks a GPU run is marked ``gpu``
+    (``make test-gpu`` runs ``-m gpu``)."""
     for item in items:
         if "chromium_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+        if "gpu_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)
 
 
 def under_ci() -> bool:
