@@ -34,13 +34,45 @@ class Row(NamedTuple):
 # record holds shows as "—", so rows can be added before the records that fill them.
 ROWS: list[Row] = [
     Row("01 · CPU decode, 4 threads (img/s)", "01-getting-started", "cpu_decode_img_s_4_threads", "{:,.0f}"),
-    Row("01 · GPU decode, 4 threads (img/s)", "01-getting-started", "gpu_decode_img_s_4_threads", "{:,.0f}"),
-    Row("01 · GPU / CPU decode, 4 threads", "01-getting-started", "gpu_over_cpu_4_threads", "{:.2f}x"),
+    Row("01 · GPU decode, default hw_decoder_load, 4 threads (img/s)", "01-getting-started",
+        "gpu_decode_img_s_4_threads", "{:,.0f}"),
+    Row("01 · GPU / CPU decode, default hw_decoder_load, 4 threads", "01-getting-started",
+        "gpu_over_cpu_4_threads", "{:.2f}x"),
+    Row("01 · GPU decode, best hw_decoder_load, 4 threads (img/s)", "01-getting-started",
+        "best_gpu_decode_img_s_4_threads", "{:,.0f}"),
+    Row("01 · best GPU / CPU decode, 4 threads", "01-getting-started", "best_gpu_over_cpu_4_threads",
+        "{:.2f}x"),
+    Row("01 · best hw_decoder_load", "01-getting-started", "best_hw_decoder_load", "{:g}"),
     Row("02 · eager training (samples/s)", "02-capture-mode", "eager_samples_per_s", "{:,.0f}"),
     Row("02 · capture training (samples/s)", "02-capture-mode", "capture_samples_per_s", "{:,.0f}"),
     Row("02 · capture / eager", "02-capture-mode", "capture_over_eager", "{:.2f}x"),
-    Row("02 · final loss, eager", "02-capture-mode", "final_loss_eager", "{:.4f}"),
-    Row("02 · final loss, capture", "02-capture-mode", "final_loss_capture", "{:.4f}"),
+    Row("02 · final loss, eager (last batch)", "02-capture-mode", "final_loss_eager", "{:.4f}"),
+    Row("02 · final loss, capture (last batch)", "02-capture-mode", "final_loss_capture", "{:.4f}"),
+    Row("02 · last epoch's mean loss, eager", "02-capture-mode", "last_epoch_mean_loss_eager", "{:.4f}"),
+    Row("02 · last epoch's mean loss, capture", "02-capture-mode", "last_epoch_mean_loss_capture", "{:.4f}"),
+    Row("02 · held-out accuracy, eager", "02-capture-mode", "test_accuracy_eager", "{:.1%}"),
+    Row("02 · held-out accuracy, capture", "02-capture-mode", "test_accuracy_capture", "{:.1%}"),
+    Row("02 · capture, CPU decode (samples/s)", "02-capture-mode", "capture_cpu_decode_samples_per_s",
+        "{:,.0f}"),
+    Row("02 · capture, GPU decode (samples/s)", "02-capture-mode", "capture_gpu_decode_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · dynamic eager, batch 64 (samples/s)", "03-feeding-pytorch-fast", "eager_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · dynamic capture, batch 64 (samples/s)", "03-feeding-pytorch-fast", "capture_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · pipeline mode, default (samples/s)", "03-feeding-pytorch-fast",
+        "pipeline_default_samples_per_s", "{:,.0f}"),
+    Row("03 · torch DataLoader (samples/s)", "03-feeding-pytorch-fast", "dataloader_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · training alone, the ceiling (samples/s)", "03-feeding-pytorch-fast", "ceiling_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · best dynamic mode (samples/s)", "03-feeding-pytorch-fast", "best_dynamic_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · best dynamic / pipeline default", "03-feeding-pytorch-fast", "best_over_pipeline", "{:.2f}x"),
+    Row("03 · best dynamic / DataLoader", "03-feeding-pytorch-fast", "best_over_dataloader", "{:.2f}x"),
+    Row("03 · best dynamic / best pipeline", "03-feeding-pytorch-fast", "best_over_best_pipeline",
+        "{:.2f}x"),
+    Row("03 · best dynamic / ceiling", "03-feeding-pytorch-fast", "best_over_ceiling", "{:.2f}x"),
 ]
 
 # what produced a record, from its file name's prefix (anything else: `make bench`)
@@ -81,7 +113,7 @@ def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "result
     columns: list[tuple[str, Path, dict[str, Any]]] = []
     seed = results_dir / SEED
     if seed.is_file():
-        columns.append(("Seed notebooks, as published", seed, json.loads(seed.read_text())))
+        columns.append(("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
     columns += [(_heading(path, record), path, record) for path, record in records(results_dir)]
     lines = ["| Figure | " + " | ".join(heading for heading, _, _ in columns) + " |",
              "|---|" + "---:|" * len(columns)]
