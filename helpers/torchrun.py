@@ -161,9 +161,11 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
     they started is gone. ``check``: raise :class:`LaunchError` unless all exit with 0."""
     env = env or launch_environment()
     labels = list(labels) or [f"launch {i}" for i in range(len(commands))]
+    if len(labels) != len(commands):
+        raise ValueError(f"{len(commands)} commands but {len(labels)} labels")
     launches, processes, threads = [], [], []
     start = time.monotonic()
-    for command, label in zip(commands, labels):
+    for command, label in zip(commands, labels, strict=True):
         launch = Launch(list(command))
         process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, env=env, cwd=REPO_ROOT, start_new_session=True)
@@ -188,7 +190,7 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
             process.wait()
         for thread in threads:
             thread.join(5)
-    for launch, process in zip(launches, processes):
+    for launch, process in zip(launches, processes, strict=True):
         launch.returncode = process.returncode
         launch.seconds = time.monotonic() - start
     if timed_out:
@@ -197,7 +199,8 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
                           "process that waits for a rank that never comes fails after the "
                           "collective timeout (--timeout); raise the limit for larger runs.",
                           launches)
-    failed = [(label, launch) for label, launch in zip(labels, launches) if launch.returncode]
+    failed = [(label, launch) for label, launch in zip(labels, launches, strict=True)
+              if launch.returncode]
     if check and failed:
         reasons = []
         for label, launch in failed:
