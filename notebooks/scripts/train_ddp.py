@@ -178,37 +178,37 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
     # ONE EvalContext for all epochs of the capture loop (DALI refuses to change it)
     ctx = ndd.EvalContext(device_id=local_rank, num_threads=args.num_threads) if on_gpu \
         else ndd.EvalContext(num_threads=args.num_threads)
-    for flag, path in (("--data", args.data), ("--test-data", args.test_data)):
-        if path is not None and not (Path(path) / "data.mdb").is_file():
-            raise UsageError(f"{flag} {path} is not an LMDB folder (it has no data.mdb). "
-                             "Give the folder of a Caffe2 LMDB, such as db/MNIST/training.")
-    # the records in the data set: every shard needs one (DALI asserts it less helpfully)
-    data_set_size = ndd.readers.Caffe2(path=args.data).get_metadata()["epoch_size"]
-    if data_set_size < world:
-        raise UsageError(f"the data set has {data_set_size} record(s), fewer than the {world} "
-                         "processes: some shards would be empty. Use at most "
-                         f"{data_set_size} processes (--nproc-per-node, --nnodes), or more data.")
-    # this rank's shard: records [rank * N / world, (rank + 1) * N / world), every epoch
-    reader = ndd.readers.Caffe2(path=args.data, shard_id=rank, num_shards=world,
-                                stick_to_shard=True, pad_last_batch=True,
-                                random_shuffle=True, seed=args.seed + rank,
-                                max_batch_size=args.batch_size)
-    meta = reader.get_metadata(args.batch_size)
-    shard_size = math.ceil(meta["epoch_size_padded"] / world)  # padded: equal on every rank
-    steps = math.ceil(shard_size / args.batch_size)
-    rng = ndd.random.RNG(seed=args.seed + rank)  # each rank its own random rotations
+    with ctx:  # DALI work of this process: on its GPU, with its threads
+        for flag, path in (("--data", args.data), ("--test-data", args.test_data)):
+            if path is not None and not (Path(path) / "data.mdb").is_file():
+                raise UsageError(f"{flag} {path} is not an LMDB folder (it has no data.mdb). "
+                                 "Give the folder of a Caffe2 LMDB, such as db/MNIST/training.")
+        # the records in the data set: every shard needs one (DALI asserts it less helpfully)
+        data_set_size = ndd.readers.Caffe2(path=args.data).get_metadata()["epoch_size"]
+        if data_set_size < world:
+            raise UsageError(f"the data set has {data_set_size} record(s), fewer than the {world} "
+                             "processes: some shards would be empty. Use at most "
+                             f"{data_set_size} processes (--nproc-per-node, --nnodes), or more data.")
+        # this rank's shard: records [rank * N / world, (rank + 1) * N / world), every epoch
+        reader = ndd.readers.Caffe2(path=args.data, shard_id=rank, num_shards=world,
+                                    stick_to_shard=True, pad_last_batch=True,
+                                    random_shuffle=True, seed=args.seed + rank,
+                                    max_batch_size=args.batch_size)
+        meta = reader.get_metadata(args.batch_size)
+        shard_size = math.ceil(meta["epoch_size_padded"] / world)  # padded: equal on every rank
+        steps = math.ceil(shard_size / args.batch_size)
+        rng = ndd.random.RNG(seed=args.seed + rank)  # each rank its own random rotations
 
-    torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP also broadcasts)
-    model = MNISTClassifier().to(torch_device)
-    ddp_model = DistributedDataParallel(model, device_ids=[local_rank] if on_gpu else None)
-    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
-    if rank == 0:
-        print(f"{world} process(es), {args.backend} on {args.device}; {data_set_size:,} records, "
-              f"{steps} steps of {args.batch_size} per process and epoch "
-              f"(global batch {args.batch_size * world})", flush=True)
+        torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP also broadcasts)
+        model = MNISTClassifier().to(torch_device)
+        ddp_model = DistributedDataParallel(model, device_ids=[local_rank] if on_gpu else None)
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
+        if rank == 0:
+            print(f"{world} process(es), {args.backend} on {args.device}; {data_set_size:,} records, "
+                  f"{steps} steps of {args.batch_size} per process and epoch "
+                  f"(global batch {args.batch_size * world})", flush=True)
 
-    epochs, captured = [], None
-    with ctx:
+        epochs, captured = [], None
         for epoch in range(args.epochs):
             dist.barrier()  # every rank starts the clock together
             start = time.perf_counter()
