@@ -14,7 +14,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import suite
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_available
 from helpers.lmdb_subset import first_records
@@ -31,13 +30,14 @@ from helpers.torchrun import (
     run_torchrun,
     torchrun_command,
 )
+from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-scaling-out.ipynb"
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 
 
 def _ci_parameters() -> dict:
-    return dict(nbformat.read(NOTEBOOK, as_version=4).metadata["dali_tutorials"]["scales"]["ci"])
+    return suite.parameters_for(NOTEBOOK, "ci", "auto")  # the notebook's metadata
 
 
 @pytest.fixture(scope="module")
