@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
             write_atomically(Path(args.out), results)
         dist.destroy_process_group()
     except UsageError as error:
-        print(f"error (rank {rank}): {error}", file=sys.stderr, flush=True)
+        # one write: the ranks share the output, and lines written in pieces would interleave
+        sys.stderr.write(f"error (rank {rank}): {error}\n")
+        sys.stderr.flush()
         return 2
     return 0
 
