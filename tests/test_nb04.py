@@ -7,6 +7,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -41,29 +42,30 @@ def _ci_parameters() -> dict:
 
 
 @pytest.fixture(scope="module")
-def ci_run(tmp_path_factory: pytest.TempPathFactory) -> suite.NotebookRun:
-    before = set((REPO_ROOT / "build").glob("nb04-*"))
-    run = suite.run_notebook(NOTEBOOK, tmp_path_factory.mktemp("nb04-ci"), _ci_parameters())
+def run04(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
+    """Notebook 04 in the shared CI-scale run (conftest's ``ci_run``)."""
+    run = ci_run[NOTEBOOK.stem]
     assert run.ok, run.error
-    assert set((REPO_ROOT / "build").glob("nb04-*")) == before, "the run left its temporary folder"
     return run
 
 
 @pytest.mark.notebook
-def test_ci_run_has_no_errors_and_ends_with_the_headline(ci_run) -> None:
-    executed = nbformat.read(ci_run.executed, as_version=4)
+def test_ci_run_has_no_errors_and_ends_with_the_headline(run04) -> None:
+    executed = nbformat.read(run04.executed, as_version=4)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     last = [c for c in executed.cells if c.cell_type == "code"][-1]["outputs"][-1]
-    headline = ci_run.results["headline"]
+    headline = run04.results["headline"]
     assert ast.literal_eval(last["data"]["text/plain"]) == {k: round(v, 4) for k, v in headline.items()}
     text = json.dumps([c.get("outputs", []) for c in executed.cells])
     assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
+    workdirs = set(re.findall(r"build/nb04-\w+", text))
+    assert workdirs and not [w for w in workdirs if (REPO_ROOT / w).exists()], "workdir left behind"
 
 
 @pytest.mark.notebook
-def test_ranks_together_saw_every_record_once(ci_run) -> None:
-    document = ci_run.results
+def test_ranks_together_saw_every_record_once(run04) -> None:
+    document = run04.results
     runs, processes = document["results"]["runs"], document["parameters"]["processes"]
     assert document["parameters"]["device"] == "cpu" or gpu_available()
     assert [runs[k]["world_size"] for k in ("single", "multi", "single_global")] == [1, processes, 1]
@@ -82,8 +84,8 @@ def test_ranks_together_saw_every_record_once(ci_run) -> None:
 
 
 @pytest.mark.notebook
-def test_processes_learn_like_one(ci_run) -> None:
-    document = ci_run.results
+def test_processes_learn_like_one(run04) -> None:
+    document = run04.results
     runs, headline = document["results"]["runs"], document["headline"]
     for run in runs.values():
         assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
@@ -100,9 +102,9 @@ def test_processes_learn_like_one(ci_run) -> None:
 
 
 @pytest.mark.notebook
-def test_a_dying_rank_fails_the_launch_and_writes_nothing(ci_run) -> None:
-    failure = ci_run.results["results"]["failing_rank"]
-    rank = ci_run.results["parameters"]["processes"] - 1
+def test_a_dying_rank_fails_the_launch_and_writes_nothing(run04) -> None:
+    failure = run04.results["results"]["failing_rank"]
+    rank = run04.results["parameters"]["processes"] - 1
     assert failure["returncode"] != 0 and failure["results_written"] is False
     assert f"rank {rank} exited with status 3 first" in failure["message"]
     assert failure["crash_line"].startswith(f"rank {rank}: simulated crash at step 3")
@@ -110,10 +112,10 @@ def test_a_dying_rank_fails_the_launch_and_writes_nothing(ci_run) -> None:
 
 
 @pytest.mark.notebook
-def test_two_nodes_met_at_one_rendezvous(ci_run) -> None:
-    two = ci_run.results["results"]["two_nodes"]
+def test_two_nodes_met_at_one_rendezvous(run04) -> None:
+    two = run04.results["results"]["two_nodes"]
     assert two["world_size"] == 2 and two["backend"] == "gloo"
-    assert two["data_set"] == ci_run.results["parameters"]["two_node_records"]
+    assert two["data_set"] == run04.results["parameters"]["two_node_records"]
     assert all(e["coverage"]["complete"] and e["coverage"]["per_rank"] == [two["data_set"] // 2] * 2
                for e in two["epochs"])
 
