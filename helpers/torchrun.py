@@ -1,0 +1,221 @@
+"""Launching a training script with torchrun from a notebook or a test: the right interpreter, the
+environment it needs, its output streamed as it comes, a time limit, and no process left behind.
+
+``torchrun`` is ``python -m torch.distributed.run``; running it as a module of ``sys.executable``
+works where the ``torchrun`` console script is not on the PATH (or belongs to another Python).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers.parameters import ParameterError
+from helpers.paths import REPO_ROOT, relative
+
+# NVLink multicast (NVLS) stays off in every process we start: some GPU hosts (the suite's
+# two-GPU runner among them) do not support it, and NCCL would fail or hang trying it
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                 "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+class LaunchError(RuntimeError):
+    """A launch failed or ran out of time; the message says which and what the processes said.
+    ``launches`` holds each launch's output."""
+
+    def __init__(self, message: str, launches: Sequence[Launch] = ()) -> None:
+        super().__init__(message)
+        self.launches = list(launches)
+
+
+@dataclass
+class Launch:
+    command: list[str]
+    returncode: int | None = None
+    seconds: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        """Why the processes stopped, as the script says it (``error (rank R): ...``), each
+        message once."""
+        found = (re.match(r"(?:\[[\w ]+\] )?error(?: \(rank [^)]*\))?: (.*)", line)
+                 for line in self.lines)
+        return list(dict.fromkeys(f"error: {m[1]}" for m in found if m))  # once, not per rank
+
+    @property
+    def root_cause(self) -> str | None:
+        """torchrun's "Root Cause (first observed failure)": which rank failed first, and how."""
+        text = "\n".join(self.lines)
+        found = re.search(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", text, re.DOTALL)
+        if not found:
+            return None
+        rank, code = int(found[1]), int(found[2])
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return f"rank {rank} {how} first"
+
+
+def launch_environment(threads_per_process: int = 1) -> dict[str, str]:
+    """This process's environment, plus what the launched processes need: the repository on
+    ``PYTHONPATH`` (the script imports ``helpers``), unbuffered output, multicast off, and
+    ``OMP_NUM_THREADS`` (torchrun would set 1 itself, with a warning)."""
+    env = dict(os.environ)
+    for name, value in MULTICAST_OFF.items():
+        env.setdefault(name, value)
+    paths = [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("OMP_NUM_THREADS", str(threads_per_process))
+    return env
+
+
+def free_port() -> int:
+    """A TCP port on this machine that nothing listens on now (for a rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_command(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
+                     nnodes: int = 1, rdzv_endpoint: str | None = None,
+                     rdzv_id: str = "dali-tutorial") -> list[str]:
+    """The torchrun command line. One machine: ``--standalone`` (a rendezvous on a free local
+    port). Several (``nnodes > 1``): the c10d rendezvous at ``rdzv_endpoint`` (host:port of the
+    first node), which numbers the nodes as they join."""
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_node}"]
+    if nnodes == 1:
+        command.append("--standalone")
+    else:
+        if not rdzv_endpoint:
+            raise ParameterError("nnodes > 1 needs rdzv_endpoint: host:port of the first node")
+        command += [f"--nnodes={nnodes}", "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint={rdzv_endpoint}", f"--rdzv-id={rdzv_id}"]
+    return command + [str(script), *map(str, script_args)]
+
+
+def display_command(command: Sequence[str]) -> str:
+    """The command as you would type it: ``python`` for this interpreter, paths inside the
+    repository relative to it (the launches run in the repository's root)."""
+    def shown(arg: str) -> str:
+        if arg == sys.executable:
+            return "python"
+        return relative(arg) if os.path.isabs(arg) else arg
+    return shlex.join(shown(str(a)) for a in command)
+
+
+def check_gpus_for(nproc_per_node: int, gpus: int) -> None:
+    """One process per GPU: fail before launching when there are fewer GPUs than processes."""
+    if gpus == 0:
+        raise ParameterError(
+            "device=\"gpu\" runs one process per GPU, and this machine has no GPU that DALI can "
+            "use. Use device=\"cpu\": the processes then train on the CPU with gloo.")
+    if nproc_per_node > gpus:
+        raise ParameterError(
+            f"{nproc_per_node} processes on one machine need {nproc_per_node} GPUs (one each), "
+            f"and this machine has {gpus}. Use at most {gpus} processes per machine, or "
+            "device=\"cpu\" (gloo, any number of processes).")
+
+
+def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        line = line.rstrip("\n")
+        launch.lines.append(line)
+        if echo:
+            print(f"{prefix}{line}", flush=True)
+
+
+def _stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop the launch's process group (torchrun and the workers it started): SIGTERM, then
+    SIGKILL for whatever is left after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: Sequence[str] = (),
+                 env: dict[str, str] | None = None, echo: bool = True,
+                 check: bool = True) -> list[Launch]:
+    """Run the commands at the same time (e.g. one torchrun per "node"), each in its own process
+    group, echoing their output line by line (prefixed by the label when there are several).
+    After ``timeout`` seconds whatever still runs is stopped. When all have ended, every process
+    they started is gone. ``check``: raise :class:`LaunchError` unless all exit with 0."""
+    env = env or launch_environment()
+    labels = list(labels) or [f"launch {i}" for i in range(len(commands))]
+    if len(labels) != len(commands):
+        raise ValueError(f"{len(commands)} commands but {len(labels)} labels")
+    launches, processes, threads = [], [], []
+    start = time.monotonic()
+    for command, label in zip(commands, labels, strict=True):
+        launch = Launch(list(command))
+        process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=env, cwd=REPO_ROOT, start_new_session=True)
+        prefix = f"[{label}] " if len(commands) > 1 else ""
+        thread = threading.Thread(target=_stream, args=(process, launch, prefix, echo), daemon=True)
+        thread.start()
+        launches.append(launch)
+        processes.append(process)
+        threads.append(thread)
+    timed_out = False
+    try:
+        for process in processes:
+            remaining = max(0.1, timeout - (time.monotonic() - start))
+            try:
+                process.wait(remaining)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                break
+    finally:
+        for process in processes:  # also on a timeout or a KeyboardInterrupt
+            _stop_group(process, grace=0.0 if timed_out else 10.0)
+            process.wait()
+        for thread in threads:
+            thread.join(5)
+    for launch, process in zip(launches, processes, strict=True):
+        launch.returncode = process.returncode
+        launch.seconds = time.monotonic() - start
+    if timed_out:
+        raise LaunchError(f"stopped after {timeout:.0f} s (the time limit): "
+                          f"{', '.join(labels)} had not finished. Every process was stopped; a "
+                          "process that waits for a rank that never comes fails after the "
+                          "collective timeout (--timeout); raise the limit for larger runs.",
+                          launches)
+    failed = [(label, launch) for label, launch in zip(labels, launches, strict=True)
+              if launch.returncode]
+    if check and failed:
+        reasons = []
+        for label, launch in failed:
+            why = [launch.root_cause] if launch.root_cause else []
+            why += launch.errors
+            reasons.append(f"{label} exited with status {launch.returncode}"
+                           + (f" ({'; '.join(why)})" if why else ""))
+        raise LaunchError("; ".join(reasons) + ". torchrun stopped the other processes. Fix "
+                          "what the failing process reports in its output, then launch again.", launches)
+    return launches
+
+
+def run_torchrun(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
+                 timeout: float, label: str = "torchrun", echo: bool = True,
+                 check: bool = True) -> Launch:
+    """One torchrun launch on this machine (``--standalone``)."""
+    command = torchrun_command(script, script_args, nproc_per_node)
+    return run_launches([command], timeout=timeout, labels=[label], echo=echo, check=check)[0]

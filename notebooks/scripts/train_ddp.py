@@ -1,0 +1,291 @@
+"""Data-parallel training of the MNIST classifier: DALI's dynamic mode feeds each process its own
+shard of the LMDB, and PyTorch's DistributedDataParallel (DDP) keeps the model replicas in step.
+
+Launch it with torchrun, one process per GPU (on CPUs, with --device cpu, any number):
+
+    python -m torch.distributed.run --standalone --nproc-per-node=2 notebooks/scripts/train_ddp.py \\
+        --data data/dali_extra/db/MNIST/training --test-data data/dali_extra/db/MNIST/testing \\
+        --out build/ddp.json
+
+torchrun starts the processes and tells each one RANK (0 .. WORLD_SIZE-1 over all machines),
+LOCAL_RANK (its index on this machine: which GPU it uses) and WORLD_SIZE. On several machines,
+run the same command on each with --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT
+(notebook 04 shows it). The repository must be on PYTHONPATH: this script imports helpers.
+
+Rank 0 writes the results JSON (atomically: the file is complete or absent). A problem that you
+can fix ends the process with "error: ..." naming what to change, and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import nvidia.dali.experimental.dynamic as ndd
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from nvidia.dali import types
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers.capture_inspection import captured_operators
+from helpers.mnist_model import MNISTClassifier, accuracy
+
+
+class UsageError(Exception):
+    """Something the person who launched the script can fix; the message says what."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="the training LMDB (Caffe2 format)")
+    parser.add_argument("--test-data", help="held-out LMDB: rank 0 measures accuracy on it")
+    parser.add_argument("--out", help="results JSON that rank 0 writes")
+    parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu",
+                        help="gpu: one GPU per process (NCCL); cpu: processes on the CPU (gloo)")
+    parser.add_argument("--backend", choices=("nccl", "gloo"),
+                        help="torch.distributed backend (default: nccl on GPUs, gloo on CPUs)")
+    parser.add_argument("--batch-size", type=int, default=64, help="samples per process per step")
+    parser.add_argument("--epochs", type=int, default=4, help="epochs; the first is untimed")
+    parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
+    parser.add_argument("--seed", type=int, default=0, help="rank r draws from seed + r")
+    parser.add_argument("--num-threads", type=int, default=4, help="DALI CPU threads per process")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="seconds a collective may wait for the other ranks before failing")
+    # for the tests and the notebook's demonstration of a rank that dies: not for training
+    parser.add_argument("--fail-rank", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fail-at-step", type=int, default=5, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for name in ("batch_size", "epochs", "num_threads"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, "
+                             f"not {getattr(args, name)}")
+    if args.epochs < 2:
+        raise UsageError("--epochs must be at least 2: the first epoch is an untimed warm-up")
+    args.backend = args.backend or ("nccl" if args.device == "gpu" else "gloo")
+    return args
+
+
+def start_process_group(args: argparse.Namespace) -> tuple[int, int, int]:
+    """Join the other processes; returns (rank, local_rank, world_size)."""
+    if "RANK" not in os.environ:
+        raise UsageError("RANK is not set: launch this script with torchrun, e.g. "
+                         "`python -m torch.distributed.run --standalone --nproc-per-node=2 "
+                         f"{Path(__file__).name} ...`")
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank, local_world = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
+    if args.backend == "nccl" and args.device != "gpu":
+        raise UsageError("--backend nccl needs --device gpu: NCCL only connects GPUs. "
+                         "Use --backend gloo (the default with --device cpu).")
+    if args.device == "gpu":
+        gpus = torch.cuda.device_count()
+        if gpus == 0:
+            raise UsageError("--device gpu (NCCL) needs GPUs, and torch sees none on this machine. "
+                             "Use --device cpu, which trains on the CPU with the gloo backend.")
+        if local_world > gpus:
+            raise UsageError(f"{local_world} processes on this machine, but it has {gpus} GPU(s): "
+                             f"one process per GPU. Use --nproc-per-node={gpus} or fewer.")
+        torch.cuda.set_device(local_rank)  # before any CUDA work: this process's GPU
+    device_id = torch.device("cuda", local_rank) if args.device == "gpu" else None
+    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout),
+                            device_id=device_id)
+    return rank, local_rank, world
+
+
+def preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG | None, device: str,
+               batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Notebook 02's preprocessing; without ``rng`` (held-out data) it does not rotate. The
+    arguments are literals: capture mode captures a call only when it can prove that its
+    arguments are the same on every step (a module-level constant would not do)."""
+    images = ndd.decoders.image(jpegs, device=device, output_type=types.GRAY)
+    if rng is not None:
+        angles = ndd.random.uniform(batch_size=batch_size, range=[-7.5, 7.5], rng=rng)
+        images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
+    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
+                                       mean=[0.1307 * 255], std=[0.3081 * 255])
+    if device == "gpu":
+        labels = labels.gpu()
+    labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
+    return images.torch(), labels.torch()
+
+
+def sample_ids(jpegs: ndd.Batch) -> list[str] | torch.Tensor:
+    """Which records a batch holds: the reader's source info of each sample, "<path> at key
+    <LMDB key>" (keys are unique in an LMDB). Kept as one byte tensor when all have one length."""
+    info = ndd.get_property(jpegs, key="source_info")
+    try:
+        return info.torch().clone()  # one call per batch: cheap enough to run on every step
+    except (RuntimeError, TypeError, ValueError):  # source infos of different lengths: one string per sample
+        return [bytes(np.asarray(info.select(i))).decode() for i in range(info.batch_size)]
+
+
+def decode_ids(parts: list[list[str] | torch.Tensor]) -> list[str]:
+    ids: list[str] = []
+    for part in parts:
+        if isinstance(part, torch.Tensor):
+            ids.extend(bytes(row).decode() for row in part.numpy())
+        else:
+            ids.extend(part)
+    return [i.rsplit(" at key ", 1)[-1] for i in ids]  # the path is the same for every record
+
+
+def coverage(per_rank: list[list[str]], data_set_size: int) -> dict:
+    """The evidence that sharding works: the ranks together saw every record of the data set;
+    records seen twice are padding (each rank repeats its own last record), never another
+    rank's records."""
+    seen = [set(ids) for ids in per_rank]
+    union = set().union(*seen)
+    shared = sum(len(a & b) for i, a in enumerate(seen) for b in seen[i + 1:])
+    samples = sum(len(ids) for ids in per_rank)
+    return {"samples": samples, "distinct": len(union), "data_set": data_set_size,
+            "duplicates": samples - len(union), "shared_between_ranks": shared,
+            "per_rank": [len(ids) for ids in per_rank],
+            "complete": len(union) == data_set_size}
+
+
+def held_out_accuracy(model: torch.nn.Module, path: str, device: str, batch_size: int = 250) -> float:
+    reader = ndd.readers.Caffe2(path=path, pad_last_batch=True, max_batch_size=batch_size)
+    size = reader.get_metadata(batch_size)["epoch_size"]
+
+    def batches():
+        seen = 0
+        for jpegs, labels in reader.next_epoch(batch_size=batch_size):
+            images, targets = preprocess(jpegs, labels, None, device, batch_size)
+            keep = min(batch_size, size - seen)  # the last batch is padded: drop the repeats
+            seen += keep
+            yield images[:keep], targets[:keep]
+
+    return accuracy(model, batches())
+
+
+def write_atomically(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    tmp.replace(path)  # readers see the whole file or none
+
+
+def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> dict:
+    on_gpu = args.device == "gpu"
+    torch_device = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
+    # ONE EvalContext for all epochs of the capture loop (DALI refuses to change it)
+    ctx = ndd.EvalContext(device_id=local_rank, num_threads=args.num_threads) if on_gpu \
+        else ndd.EvalContext(num_threads=args.num_threads)
+    with ctx:  # DALI work of this process: on its GPU, with its threads
+        for flag, path in (("--data", args.data), ("--test-data", args.test_data)):
+            if path is not None and not (Path(path) / "data.mdb").is_file():
+                raise UsageError(f"{flag} {path} is not an LMDB folder (it has no data.mdb). "
+                                 "Give the folder of a Caffe2 LMDB, such as db/MNIST/training.")
+        # the records in the data set: every shard needs one (DALI asserts it less helpfully)
+        data_set_size = ndd.readers.Caffe2(path=args.data).get_metadata()["epoch_size"]
+        if data_set_size < world:
+            raise UsageError(f"the data set has {data_set_size} record(s), fewer than the {world} "
+                             "processes: some shards would be empty. Use at most "
+                             f"{data_set_size} processes (--nproc-per-node, --nnodes), or more data.")
+        # this rank's shard: records [rank * N / world, (rank + 1) * N / world), every epoch
+        reader = ndd.readers.Caffe2(path=args.data, shard_id=rank, num_shards=world,
+                                    stick_to_shard=True, pad_last_batch=True,
+                                    random_shuffle=True, seed=args.seed + rank,
+                                    max_batch_size=args.batch_size)
+        meta = reader.get_metadata(args.batch_size)
+        shard_size = math.ceil(meta["epoch_size_padded"] / world)  # padded: equal on every rank
+        steps = math.ceil(shard_size / args.batch_size)
+        rng = ndd.random.RNG(seed=args.seed + rank)  # each rank its own random rotations
+
+        torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP also broadcasts)
+        model = MNISTClassifier().to(torch_device)
+        ddp_model = DistributedDataParallel(model, device_ids=[local_rank] if on_gpu else None)
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr)
+        if rank == 0:
+            print(f"{world} process(es), {args.backend} on {args.device}; {data_set_size:,} records, "
+                  f"{steps} steps of {args.batch_size} per process and epoch "
+                  f"(global batch {args.batch_size * world})", flush=True)
+
+        epochs, captured = [], None
+        for epoch in range(args.epochs):
+            dist.barrier()  # every rank starts the clock together
+            start = time.perf_counter()
+            loss_sum, ids = torch.zeros((), device=torch_device), []
+            for step, (jpegs, labels) in enumerate(
+                    reader.next_epoch(batch_size=args.batch_size, ctx=ctx, capture=True)):
+                images, targets = preprocess(jpegs, labels, rng, args.device, args.batch_size)
+                ids.append(sample_ids(jpegs))
+                if args.fail_rank == rank and epoch == 0 and step == args.fail_at_step:
+                    print(f"rank {rank}: simulated crash at step {step} (--fail-rank)", flush=True)
+                    os._exit(3)  # dies like a killed process: no cleanup, no goodbye
+                optimizer.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(ddp_model(images), targets)
+                loss.backward()  # DDP averages the gradients over the ranks here
+                optimizer.step()
+                loss_sum += loss.detach()
+                if step == 1 and captured is None:
+                    captured = captured_operators()
+            if on_gpu:
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            mine = {"seconds": seconds, "steps": step + 1, "loss_sum": loss_sum.item(),
+                    "ids": decode_ids(ids)}
+            ranks: list[dict] = [{}] * world
+            dist.all_gather_object(ranks, mine)  # rank 0 needs everyone's record
+            if any(r["steps"] != steps for r in ranks):
+                raise RuntimeError(f"ranks ran {[r['steps'] for r in ranks]} steps, not {steps}")
+            epoch_seconds = max(r["seconds"] for r in ranks)
+            samples = world * steps * args.batch_size
+            epochs.append({
+                "epoch": epoch, "seconds": epoch_seconds,
+                "rank_seconds": [r["seconds"] for r in ranks],
+                "samples": samples, "samples_per_s": samples / epoch_seconds,
+                "loss": sum(r["loss_sum"] for r in ranks) / (world * steps),
+                "coverage": coverage([r["ids"] for r in ranks], data_set_size)})
+            if rank == 0:
+                e, c = epochs[-1], epochs[-1]["coverage"]
+                print(f"epoch {epoch}{' (warm-up)' if epoch == 0 else ''}: {e['seconds']:.2f} s, "
+                      f"{e['samples_per_s']:,.0f} samples/s, loss {e['loss']:.4f}; saw "
+                      f"{c['distinct']:,} of {c['data_set']:,} records "
+                      f"(+{c['duplicates']} padding)", flush=True)
+
+        held_out = None
+        if rank == 0 and args.test_data:
+            held_out = held_out_accuracy(model, args.test_data, args.device)
+            print(f"held-out accuracy: {held_out:.2%}", flush=True)
+    dist.barrier()  # the others wait while rank 0 measures
+    timed = epochs[1:]
+    return {
+        "world_size": world, "backend": args.backend, "device": args.device,
+        "batch_size_per_process": args.batch_size, "global_batch_size": args.batch_size * world,
+        "data_set": data_set_size, "steps_per_epoch": steps,
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if on_gpu else [],
+        "captured_operators": captured, "epochs": epochs,
+        "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
+        "held_out_accuracy": held_out,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    rank = os.environ.get("RANK", "?")
+    try:
+        args = parse_args(argv)
+        rank_, local_rank, world = start_process_group(args)
+        results = train(args, rank_, local_rank, world)
+        if rank_ == 0 and args.out:
+            results["arguments"] = {k: v for k, v in vars(args).items() if v is not None}
+            write_atomically(Path(args.out), results)
+        dist.destroy_process_group()
+    except UsageError as error:
+        # one write: the ranks share the output, and lines written in pieces would interleave
+        sys.stderr.write(f"error (rank {rank}): {error}\n")
+        sys.stderr.flush()
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

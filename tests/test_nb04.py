@@ -1,0 +1,265 @@
+"""Notebook 04 (scaling out), CPU tier: the notebook at CI scale (2 gloo processes, a two-"node"
+launch, a rank that dies), the training script's refusals, and the launcher's guarantees."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.data_sources import locate_data
+from helpers.devices import gpu_available
+from helpers.lmdb_subset import first_records
+from helpers.parameters import ParameterError
+from helpers.paths import REPO_ROOT
+from helpers.torchrun import (
+    MULTICAST_OFF,
+    Launch,
+    LaunchError,
+    check_gpus_for,
+    display_command,
+    launch_environment,
+    run_launches,
+    run_torchrun,
+    torchrun_command,
+)
+from tools import suite
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "04-scaling-out.ipynb"
+SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
+
+
+def _ci_parameters() -> dict:
+    return suite.parameters_for(NOTEBOOK, "ci", "auto")  # the notebook's metadata
+
+
+@pytest.fixture(scope="module")
+def run04(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
+    """Notebook 04 in the shared CI-scale run (conftest's ``ci_run``)."""
+    run = ci_run[NOTEBOOK.stem]
+    assert run.ok, run.error
+    return run
+
+
+@pytest.mark.notebook
+def test_ci_run_has_no_errors_and_ends_with_the_headline(run04) -> None:
+    executed = nbformat.read(run04.executed, as_version=4)
+    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    last = [c for c in executed.cells if c.cell_type == "code"][-1]["outputs"][-1]
+    headline = run04.results["headline"]
+    assert ast.literal_eval(last["data"]["text/plain"]) == {k: round(v, 4) for k, v in headline.items()}
+    text = json.dumps([c.get("outputs", []) for c in executed.cells])
+    assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
+    workdirs = set(re.findall(r"build/nb04-\w+", text))
+    assert workdirs and not [w for w in workdirs if (REPO_ROOT / w).exists()], "workdir left behind"
+
+
+@pytest.mark.notebook
+def test_ranks_together_saw_every_record_once(run04) -> None:
+    document = run04.results
+    runs, processes = document["results"]["runs"], document["parameters"]["processes"]
+    assert document["parameters"]["device"] == "cpu" or gpu_available()
+    assert [runs[k]["world_size"] for k in ("single", "multi", "single_global")] == [1, processes, 1]
+    assert runs["multi"]["global_batch_size"] == runs["single_global"]["global_batch_size"]
+    for run in runs.values():
+        assert run["data_set"] == document["parameters"]["records"]
+        assert len(run["epochs"]) == document["parameters"]["epochs"]
+        for epoch in run["epochs"]:
+            c = epoch["coverage"]
+            assert c["complete"] and c["distinct"] == c["data_set"] == run["data_set"]
+            assert c["shared_between_ranks"] == 0
+            assert c["samples"] == run["steps_per_epoch"] * run["global_batch_size"]
+            assert c["duplicates"] == c["samples"] - c["data_set"]
+            assert len(c["per_rank"]) == run["world_size"]
+            assert len(set(c["per_rank"])) == 1  # padding gives every rank the same steps
+
+
+@pytest.mark.notebook
+def test_processes_learn_like_one(run04) -> None:
+    document = run04.results
+    runs, headline = document["results"]["runs"], document["headline"]
+    for run in runs.values():
+        assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
+        assert run["captured_operators"][:4] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize"]
+    assert headline["accuracy_single"] == runs["single_global"]["held_out_accuracy"]
+    assert headline["accuracy_multi"] == runs["multi"]["held_out_accuracy"]
+    gap = abs(headline["accuracy_multi"] - headline["accuracy_single"]) * 100
+    assert gap <= document["parameters"]["accuracy_tolerance"]
+    assert headline["accuracy_multi"] > 0.5  # far above chance (10 classes)
+    stats = document["results"]["throughput"]
+    assert headline["speedup_weak"] == pytest.approx(stats["multi"]["median"] / stats["single"]["median"])
+    assert headline["speedup_strong"] == pytest.approx(
+        stats["multi"]["median"] / stats["single_global"]["median"])
+
+
+@pytest.mark.notebook
+def test_a_dying_rank_fails_the_launch_and_writes_nothing(run04) -> None:
+    failure = run04.results["results"]["failing_rank"]
+    rank = run04.results["parameters"]["processes"] - 1
+    assert failure["returncode"] != 0 and failure["results_written"] is False
+    assert f"rank {rank} exited with status 3 first" in failure["message"]
+    assert failure["crash_line"].startswith(f"rank {rank}: simulated crash at step 3")
+    assert failure["seconds"] < 120  # torchrun stopped the survivors: no collective timeout
+
+
+@pytest.mark.notebook
+def test_two_nodes_met_at_one_rendezvous(run04) -> None:
+    two = run04.results["results"]["two_nodes"]
+    assert two["world_size"] == 2 and two["backend"] == "gloo"
+    assert two["data_set"] == run04.results["parameters"]["two_node_records"]
+    assert all(e["coverage"]["complete"] and e["coverage"]["per_rank"] == [two["data_set"] // 2] * 2
+               for e in two["epochs"])
+
+
+@pytest.mark.notebook
+def test_too_few_processes_is_refused_by_name(tmp_path: Path) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
+    assert not run.ok and "parameter processes must be at least 2" in run.error
+
+
+# --- the script's refusals ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def train_ddp():
+    spec = importlib.util.spec_from_file_location("train_ddp", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment torchrun gives a single process."""
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+                        "LOCAL_WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_script_outside_torchrun_says_how_to_launch(train_ddp, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    assert train_ddp.main(["--data", "x", "--device", "cpu"]) == 2
+    assert "launch this script with torchrun" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
+def test_nccl_without_gpus_says_use_cpu(train_ddp, one_rank, capsys) -> None:
+    assert train_ddp.main(["--data", "x", "--device", "gpu"]) == 2
+    assert "Use --device cpu" in capsys.readouterr().err
+
+
+def test_nccl_with_cpu_device_says_use_gloo(train_ddp, one_rank, capsys) -> None:
+    assert train_ddp.main(["--data", "x", "--device", "cpu", "--backend", "nccl"]) == 2
+    assert "Use --backend gloo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--epochs", "1"], "--epochs must be at least 2"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_script_rejects_bad_numbers(train_ddp, one_rank, capsys, argv, message) -> None:
+    assert train_ddp.main(["--data", "x", "--device", "cpu", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.notebook  # a real launch: slow like a notebook run
+def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -> None:
+    tiny = first_records(locate_data(verbose=False).mnist_training, tmp_path / "one", 1)
+    out = tmp_path / "results.json"
+    with pytest.raises(LaunchError) as failed:
+        run_torchrun(SCRIPT, ["--data", tiny, "--device", "cpu", "--epochs", "2",
+                              "--num-threads", "1", "--out", out], 2, timeout=180, echo=False)
+    message = str(failed.value)
+    assert "the data set has 1 record(s), fewer than the 2 processes" in message
+    assert "Use at most 1 processes" in message and message.count("fewer than") == 1
+    assert failed.value.launches[0].returncode != 0 and not out.exists()
+    assert not list(tmp_path.glob(".results.json.tmp*"))
+
+
+# --- the launcher ----------------------------------------------------------------------------
+
+
+def test_launch_environment_keeps_multicast_off_and_finds_helpers(monkeypatch) -> None:
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the user's own value wins (setdefault)
+    monkeypatch.delenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", raising=False)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = launch_environment()
+    assert env["NCCL_NVLS_ENABLE"] == "1"
+    assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == MULTICAST_OFF["TORCH_SYMM_MEM_DISABLE_MULTICAST"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO_ROOT), "/elsewhere"]
+
+
+def test_torchrun_commands_for_one_and_several_machines() -> None:
+    one = torchrun_command(SCRIPT, ["--epochs", 2], 2)
+    assert one[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert "--standalone" in one and one[-2:] == ["--epochs", "2"]
+    two = torchrun_command(SCRIPT, [], 1, nnodes=2, rdzv_endpoint="node1:29400")
+    assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29400"} <= set(two)
+    assert display_command(two).startswith("python -m torch.distributed.run ")
+    assert " notebooks/scripts/train_ddp.py" in display_command(two)
+    with pytest.raises(ParameterError, match="rdzv_endpoint"):
+        torchrun_command(SCRIPT, [], 1, nnodes=2)
+
+
+def test_more_processes_than_gpus_is_refused_before_launch() -> None:
+    check_gpus_for(2, 2)
+    with pytest.raises(ParameterError, match="3 processes on one machine need 3 GPUs"):
+        check_gpus_for(3, 2)
+    with pytest.raises(ParameterError, match='Use device="cpu"'):
+        check_gpus_for(1, 0)
+
+
+def test_root_cause_names_the_first_failed_rank() -> None:
+    launch = Launch(["torchrun"], lines=[
+        "[1]:", "  rank      : 0 (local_rank: 0)", "  exitcode  : -15 (pid: 11)",
+        "Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 3 (pid: 12)", "error (rank 0): no data", "error (rank 1): no data"])
+    assert launch.root_cause == "rank 1 exited with status 3 first"
+    assert launch.errors == ["error: no data"]
+
+
+def test_a_launch_that_runs_too_long_is_stopped_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    code = ("import subprocess, sys, time; child = subprocess.Popen(['sleep', '120']); "
+            f"open({str(pid_file)!r}, 'w').write(str(child.pid)); print('started', flush=True); "
+            "time.sleep(120)")
+    start = time.monotonic()
+    with pytest.raises(LaunchError, match="stopped after 3 s"):
+        run_launches([[sys.executable, "-c", code]], timeout=3, echo=False)
+    assert time.monotonic() - start < 30
+    assert not _alive(int(pid_file.read_text()))  # the grandchild is gone too
+
+
+def _alive(pid: int, wait: float = 5.0) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent to reap it does not count)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_first_records_copies_a_prefix(tmp_path: Path) -> None:
+    source = locate_data(verbose=False).mnist_training
+    small = first_records(source, tmp_path / "small", 10)
+    import lmdb
+
+    with lmdb.open(str(small), readonly=True, lock=False) as env:
+        assert env.stat()["entries"] == 10
+    with pytest.raises(ValueError, match="fewer than"):
+        first_records(small, tmp_path / "more", 11)
+    assert not (tmp_path / "more").exists()
