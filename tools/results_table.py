@@ -73,6 +73,13 @@ ROWS: list[Row] = [
     Row("03 · best dynamic / best pipeline", "03-feeding-pytorch-fast", "best_over_best_pipeline",
         "{:.2f}x"),
     Row("03 · best dynamic / ceiling", "03-feeding-pytorch-fast", "best_over_ceiling", "{:.2f}x"),
+    Row("04 · processes (GPUs) in the multi-process run", "04-scaling-out", "processes", "{:d}"),
+    Row("04 · 1 process, batch 64 (samples/s)", "04-scaling-out", "samples_per_s_single", "{:,.0f}"),
+    Row("04 · all processes, batch 64 each (samples/s)", "04-scaling-out", "samples_per_s_multi", "{:,.0f}"),
+    Row("04 · weak scaling (multi / single)", "04-scaling-out", "speedup_weak", "{:.2f}x"),
+    Row("04 · strong scaling (same global batch)", "04-scaling-out", "speedup_strong", "{:.2f}x"),
+    Row("04 · held-out accuracy, 1 process, same global batch", "04-scaling-out", "accuracy_single", "{:.1%}"),
+    Row("04 · held-out accuracy, all processes", "04-scaling-out", "accuracy_multi", "{:.1%}"),
 ]
 
 # what produced a record, from its file name's prefix (anything else: `make bench`)
