@@ -78,7 +78,8 @@ ROWS: list[Row] = [
     Row("04 · all processes, batch 64 each (samples/s)", "04-scaling-out", "samples_per_s_multi", "{:,.0f}"),
     Row("04 · weak scaling (multi / single)", "04-scaling-out", "speedup_weak", "{:.2f}x"),
     Row("04 · strong scaling (same global batch)", "04-scaling-out", "speedup_strong", "{:.2f}x"),
-    Row("04 · held-out accuracy, 1 process, same global batch", "04-scaling-out", "accuracy_single", "{:.1%}"),
+    Row("04 · held-out accuracy, 1 process, same global batch", "04-scaling-out", "accuracy_single",
+        "{:.1%}"),
     Row("04 · held-out accuracy, all processes", "04-scaling-out", "accuracy_multi", "{:.1%}"),
 ]
 
