@@ -167,3 +167,17 @@ def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
     dest = tmp_path / "dali_extra" / MNIST_TRAINING
     assert embedded_data.read_manifest(dest)["records"] == 2000
     assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
+
+
+def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, monkeypatch) -> None:
+    """The kernel runs in the notebook's folder, so the runner hands it absolute paths only
+    (`make test-gpu OUT=build/gpu-run` gives a relative one)."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook = _notebook(notebooks / "08-answer.ipynb", SAVE_ANSWER.format(name="08-answer"))
+    monkeypatch.chdir(tmp_path)
+    run = suite.run_notebook(notebook, Path("build") / "run", {})
+    assert run.ok, run.error
+    assert run.results == {"answer": 42}
+    assert (tmp_path / "build" / "run" / "results" / "08-answer.json").is_file()
+    assert not (notebooks / "build").exists()

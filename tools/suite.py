@@ -152,6 +152,7 @@ def _record_paths(executed: Path, notebook: Path) -> None:
 
 def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> NotebookRun:
     """Execute one notebook into ``out_dir``; an error is recorded, not raised."""
+    out_dir = out_dir.resolve()  # the kernel runs in the notebook's folder: hand it no relative path
     run = NotebookRun(notebook.stem, out_dir / "notebooks" / notebook.name,
                       out_dir / "results" / f"{notebook.stem}.json")
     run.executed.parent.mkdir(parents=True, exist_ok=True)
