@@ -223,19 +223,24 @@ def default_out_dir(kind: str, parent: Path = REPO_ROOT / "build") -> Path:
 
 def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None) -> list[NotebookRun]:
     """Run the notebooks one by one into ``out_dir``; ``run.json`` there records each one's
-    wall time and status as it finishes."""
+    wall time and status as it finishes. A run of some notebooks (``only``) into the folder of
+    an earlier run with the same scale and device adds to its ``run.json``."""
     runs = []
     chosen = notebooks(only)
     parameters = {p: parameters_for(p, scale, device) for p in chosen}  # fails before running
+    log_file = out_dir / "run.json"
+    log = {"scale": scale, "device": device, "notebooks": {}}
+    if log_file.is_file():
+        earlier = json.loads(log_file.read_text())
+        if (earlier.get("scale"), earlier.get("device")) == (scale, device):
+            log = earlier
     for notebook in chosen:
         print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
         run = run_notebook(notebook, out_dir, parameters[notebook])
         print(f"  {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
         runs.append(run)
-        log = {"scale": scale, "device": device,
-               "notebooks": {r.name: {"seconds": round(r.seconds, 1), "ok": r.ok, "error": r.error}
-                             for r in runs}}
-        (out_dir / "run.json").write_text(json.dumps(log, indent=2) + "\n")
+        log["notebooks"][run.name] = {"seconds": round(run.seconds, 1), "ok": run.ok, "error": run.error}
+        log_file.write_text(json.dumps(log, indent=2) + "\n")
     return runs
 
 
