@@ -10,9 +10,14 @@
 - ``helpers.devices``: ``"auto" | "cpu" | "gpu"``, with a clear error without a GPU.
 - ``helpers.benchmarking``, ``helpers.plots``: statistics over trials, results JSON; charts.
 - ``helpers.capture_inspection``: which operators capture mode captured.
-- ``helpers.mnist_model``: the MNIST classifier.
-- ``helpers.parameters``: notebook parameter checks.
+- ``helpers.mnist_model``: the MNIST classifier and its held-out accuracy.
+- ``helpers.parameters``: notebook parameter checks (also under plain papermill).
+- ``helpers.loader_benchmark``, ``helpers.loader_charts``: notebook 03's configurations,
+  alternating trials, time split and profile excerpt; its charts.
+- ``helpers.torchrun``, ``helpers.lmdb_subset``: notebook 04's launcher of
+  ``python -m torch.distributed.run`` (time limit, multicast off, clear errors); a small LMDB
+  made of the first records of another.
 
-The suite's machinery (the headless runner, the generated tables, the docs build) lives in ``tools``, which
-imports ``helpers``; ``helpers`` never imports ``tools``.
+The suite's machinery (the headless runner, the generated tables, the docs build) lives in
+``tools``, which imports ``helpers``; ``helpers`` never imports ``tools``.
 """
