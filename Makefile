@@ -70,7 +70,7 @@ nbval: data
 
 test-gpu: data
 	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN)
-	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN)
+	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(GPU_RUN)/notebooks
 

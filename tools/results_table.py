@@ -107,13 +107,13 @@ def records(results_dir: Path = RESULTS) -> list[tuple[Path, dict[str, Any]]]:
 
 
 def _heading(path: Path, record: dict[str, Any]) -> str:
-    first = next(iter(record["notebooks"].values()), {}).get("parameters", {})
     kind = next((k for prefix, k in KINDS.items() if path.name.startswith(prefix)), "`make bench`")
     machine = record.get("machine", {})
     where = machine.get("gpu") or f"CPU only, {machine.get('cpu_count', '?')} cores"
-    trials = f"{first['trials']} trials, " if "trials" in first else ""
+    gpus = machine.get("gpu_count") or 0
+    where = f"{gpus}x {where}" if gpus > 1 else where
     date = record.get("date") or recorded_at(record, path).date().isoformat()
-    return f"{where}, {kind} ({trials}{date})"
+    return f"{where}, {kind} ({date})"
 
 
 def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
