@@ -12,7 +12,6 @@ column is papermill's ``duration`` of the committed, executed notebook; the 2-CP
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
-from tools.readme_blocks import update
+from tools import readme_blocks
 from tools.results_table import records
 
 BLOCK = "inventory"
@@ -104,16 +103,8 @@ def render_inventory(root: Path = REPO_ROOT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="only say whether the table is stale")
-    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
-    args = parser.parse_args(argv)
-    try:
-        table = render_inventory()
-    except ValueError as err:
-        print(f"tools.inventory: {err}", file=sys.stderr)
-        return 1
-    return update(args.readme, BLOCK, table, check=args.check, command="python -m tools.inventory")
+    return readme_blocks.main(argv, name=BLOCK, render=render_inventory,
+                              command="python -m tools.inventory", description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

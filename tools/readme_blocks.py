@@ -10,7 +10,12 @@ the docs hook fills the same blocks of the docs pages with :func:`replace_block`
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from helpers.paths import REPO_ROOT
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -45,3 +50,18 @@ def update(path: Path, name: str, body: str, *, check: bool, command: str) -> in
     if updated != text:
         path.write_text(updated, encoding="utf-8")
     return 0
+
+
+def main(argv: Sequence[str] | None, *, name: str, render: Callable[[], str], command: str,
+         description: str) -> int:
+    """The command line of a generated block: rewrite it in README.md, or ``--check`` it."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="only say whether the table is stale")
+    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
+    args = parser.parse_args(argv)
+    try:
+        body = render()
+    except ValueError as err:
+        print(f"{command}: {err}", file=sys.stderr)
+        return 1
+    return update(args.readme, name, body, check=args.check, command=command)

@@ -8,7 +8,6 @@ The docs hook (docs/hooks.py) shows the same table on the site's landing page.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from helpers.paths import REPO_ROOT
-from tools.readme_blocks import update
+from tools import readme_blocks
 
 BLOCK = "results-table"
 RESULTS = REPO_ROOT / "results"
@@ -56,6 +55,8 @@ ROWS: list[Row] = [
         "{:,.0f}"),
     Row("02 · capture, GPU decode (samples/s)", "02-capture-mode", "capture_gpu_decode_samples_per_s",
         "{:,.0f}"),
+    Row("02 · capture, GPU decode / CPU decode", "02-capture-mode", "gpu_decode_over_cpu_decode",
+        "{:.2f}x"),
     Row("03 · dynamic eager, batch 64 (samples/s)", "03-feeding-pytorch-fast", "eager_samples_per_s",
         "{:,.0f}"),
     Row("03 · dynamic capture, batch 64 (samples/s)", "03-feeding-pytorch-fast", "capture_samples_per_s",
@@ -67,6 +68,8 @@ ROWS: list[Row] = [
     Row("03 · training alone, the ceiling (samples/s)", "03-feeding-pytorch-fast", "ceiling_samples_per_s",
         "{:,.0f}"),
     Row("03 · best dynamic mode (samples/s)", "03-feeding-pytorch-fast", "best_dynamic_samples_per_s",
+        "{:,.0f}"),
+    Row("03 · best pipeline mode (samples/s)", "03-feeding-pytorch-fast", "best_pipeline_samples_per_s",
         "{:,.0f}"),
     Row("03 · best dynamic / pipeline default", "03-feeding-pytorch-fast", "best_over_pipeline", "{:.2f}x"),
     Row("03 · best dynamic / DataLoader", "03-feeding-pytorch-fast", "best_over_dataloader", "{:.2f}x"),
@@ -140,12 +143,9 @@ def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "result
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="only say whether the table is stale")
-    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
-    args = parser.parse_args(argv)
-    return update(args.readme, BLOCK, render_results_table(), check=args.check,
-                  command="python -m tools.results_table")
+    return readme_blocks.main(argv, name=BLOCK, render=render_results_table,
+                              command="python -m tools.results_table",
+                              description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":
