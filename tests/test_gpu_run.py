@@ -25,7 +25,11 @@ def test_notebook_ran_on_the_gpu_without_errors(gpu_run: Path, notebook: str) ->
     assert not errors, f"{notebook}: error outputs {[e['ename'] for e in errors]}"
     results = _results(gpu_run, notebook)
     assert results["machine"]["gpu"], "no GPU recorded in the results"
-    assert results["parameters"]["device"] == "gpu"
+    parameters = results["parameters"]
+    # notebook 04 runs its multi-process part on CPU processes when there are fewer GPUs than
+    # processes (and says so); everything else runs on the GPU it was asked for
+    too_few_gpus = results["machine"]["gpu_count"] < parameters.get("processes", 1)
+    assert parameters["device"] == "gpu" or too_few_gpus, parameters
 
 
 def test_getting_started_timed_every_decoder_and_hw_decoder_load(gpu_run: Path) -> None:
