@@ -319,7 +319,7 @@ MACHINE_PATHS = re.compile("|".join(
     + [r"(?<![\w.~/-])/(?:root|home|tmp|Users|work|mnt|var/folders)/"]))
 # Pages made from committed notebooks that the H200 run of issue 10 (item 7) will refresh: they
 # must still show a machine path (else remove them here), the other pages none.
-KNOWN_EXCEPTIONS = {"notebooks/01-getting-started.html", "notebooks/02-capture-mode.html"}
+KNOWN_EXCEPTIONS: set[str] = set()
 
 
 def test_no_docs_source_holds_an_absolute_path() -> None:
