@@ -128,10 +128,27 @@ def _is_relative(url: str) -> bool:
     return bool(parts.path) and not parts.scheme and not parts.netloc and not url.startswith("/")
 
 
+_HEADING = re.compile(r'<h[1-6][^>]*\bid="([^"]+)"[^>]*>(.*?)</h[1-6]>', re.S)
+
+
+def repair_toc(toc: Any, headings: dict[str, str]) -> None:
+    """mkdocs-jupyter's table of contents drops a heading's code spans ("2 · Samples out of a
+    `Batch`" became a link to #2-samples-out-of-a, which no heading has): point such an entry
+    at the one heading whose id it begins, with that heading's text."""
+    for item in toc:
+        if item.id not in headings:
+            matches = [id_ for id_ in headings if id_.startswith(item.id)]
+            if len(matches) == 1:
+                item.id, item.title = matches[0], headings[matches[0]]
+        repair_toc(item.children, headings)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     source = page.file.src_uri
     if not source.endswith(".ipynb"):
         return html  # Markdown pages: MkDocs validates their links itself
+    headings = {id_: re.sub(r"<[^>]+>|¶", "", text).strip() for id_, text in _HEADING.findall(html)}
+    repair_toc(page.toc, headings)
     notebook = json.loads(Path(page.file.abs_src_path).read_text(encoding="utf-8"))
     for problem in notebook_problems(notebook):
         log.warning("%s: %s", source, problem)

@@ -11,6 +11,7 @@ path of a machine.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from urllib.parse import urldefrag
 
 import pytest
 import yaml
+from mkdocs.structure.toc import AnchorLink
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
@@ -342,3 +344,18 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     assert not unexpected
     fixed = sorted(page for page in KNOWN_EXCEPTIONS if not found.get(page))
     assert not fixed, f"{fixed} hold no machine path any more: remove them from KNOWN_EXCEPTIONS"
+
+
+def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
+    """mkdocs-jupyter drops a heading's code span from its table-of-contents anchor; the hook
+    points the entry at the heading's real id (a broken anchor fails the browser test)."""
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    truncated = AnchorLink("2 · Samples out of a", "2-samples-out-of-a", 2)
+    fine = AnchorLink("1 · Read", "1-read", 2)
+    headings = {"1-read": "1 · Read", "2-samples-out-of-a-batch": "2 · Samples out of a Batch"}
+    hooks.repair_toc([fine, truncated], headings)
+    assert (truncated.id, truncated.title) == ("2-samples-out-of-a-batch", "2 · Samples out of a Batch")
+    assert fine.id == "1-read"
