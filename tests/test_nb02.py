@@ -106,6 +106,7 @@ def _digit_hashes(path: Path) -> list[str]:
         env.close()
 
 
+@pytest.mark.slow
 def test_the_held_out_digits_never_appear_in_training() -> None:
     data = locate_data(verbose=False)
     if not data.origin.startswith("embedded"):

@@ -99,6 +99,7 @@ def test_goals_are_ratios_of_the_run_and_judged_only_on_a_gpu(document) -> None:
     assert all((g["met"] is None) != on_gpu for g in goals.values())
 
 
+@pytest.mark.notebook
 def test_loader_batch_sizes_must_be_multiples_of_the_step(tmp_path: Path) -> None:
     run = suite.run_notebook(NOTEBOOK, tmp_path, {"batch_sizes": [64, 100], "device": "cpu"})
     assert not run.ok and "must be a multiple of the first (64)" in run.error

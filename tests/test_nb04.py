@@ -227,6 +227,7 @@ def test_root_cause_names_the_first_failed_rank() -> None:
     assert launch.errors == ["error: no data"]
 
 
+@pytest.mark.slow
 def test_a_launch_that_runs_too_long_is_stopped_with_its_children(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     code = ("import subprocess, sys, time; child = subprocess.Popen(['sleep', '120']); "

@@ -169,6 +169,7 @@ def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
 
 
+@pytest.mark.slow
 def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, monkeypatch) -> None:
     """The kernel runs in the notebook's folder, so the runner hands it absolute paths only
     (`make test-gpu OUT=build/gpu-run` gives a relative one)."""
