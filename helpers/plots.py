@@ -8,6 +8,8 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
+from helpers.benchmarking import rate_interval, summarize
+
 
 def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *,
                  errors: Mapping[str, Sequence[tuple[float, float]]] | None = None,
@@ -64,8 +66,6 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
     with the 95% interval as an error bar, and each trial as a dot. Configurations whose trials
     vary by more than ``NOISY_CV`` get a "(noisy)" label. ``reference`` names the configuration
     drawn as a dashed line; ``log`` uses a log axis (when one bar dwarfs the rest)."""
-    from helpers.benchmarking import rate_interval, summarize
-
     names = sorted(rates, key=lambda n: rate_interval(rates[n])[0], reverse=True)
     estimates = np.array([rate_interval(rates[n]) for n in names])
     fig, ax = plt.subplots(figsize=(8.0, 0.34 * len(names) + 1.4))
