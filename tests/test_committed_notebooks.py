@@ -4,19 +4,17 @@ that they still reproduce)."""
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools.results_table import has_gpu, records, run_facts
+from tools.inventory import runtimes
 from tools.suite import INJECTED, notebooks
 
-# the committed notebooks come from the newest full-scale run on a GPU machine, as the records
-# state it (whatever their file names say)
-RECORD = next((p for p, r in reversed(records()) if has_gpu(r)
-               and all(run_facts(e)["scale"] == "full" for e in r["notebooks"].values())), None)
+# each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
+# as the records state it (whatever their file names say)
+RECORDS = runtimes()[True]
 
 
 def _code_cells(notebook: Path) -> list:
@@ -36,8 +34,8 @@ def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
 def test_outputs_match_the_committed_results(notebook: Path) -> None:
     """The notebook's last output (its headline) is the headline of the committed record, which
     names the GPU it ran on."""
-    assert RECORD, "no full-scale record of a GPU machine in results/ for the committed notebooks"
-    record = json.loads(RECORD.read_text())
+    assert notebook.stem in RECORDS, f"no full-scale record of a GPU machine holds {notebook.stem}"
+    _, record = RECORDS[notebook.stem]
     assert record["machine"]["gpu"], "the committed notebooks must come from a GPU run"
     entry = record["notebooks"][notebook.stem]
     assert entry["parameters"]["device"] == "gpu"

@@ -63,7 +63,7 @@ H200 = {"gpu": "NVIDIA H200", "gpu_count": 2, "cpu_count": 32}
 
 def test_inventory_is_read_from_metadata_and_measured_runs(tmp_path: Path) -> None:
     _notebook(tmp_path / "notebooks" / "01-first.ipynb", _meta("First | one"))
-    _notebook(tmp_path / "notebooks" / "02-second.ipynb", _meta("Second"))  # in no record
+    _notebook(tmp_path / "notebooks" / "02-second.ipynb", _meta("Second"))
     # named in the opposite order of their dates: the newer record by date is the one shown
     _record(tmp_path / "results" / "b.json", "2026-01-01T10:00:00+00:00",
             {"01-first": {"seconds": 99.0, "headline": {}}})
@@ -71,19 +71,24 @@ def test_inventory_is_read_from_metadata_and_measured_runs(tmp_path: Path) -> No
             {"01-first": {"seconds": 31.2, "headline": {}}})
     _record(tmp_path / "results" / "gpu.json", "2026-01-15T10:00:00+00:00",
             {"01-first": {"seconds": 58.3, "headline": {}}}, machine=H200)
+    # newer, of one GPU, without notebook 01: notebook 02's runtime comes from there
+    _record(tmp_path / "results" / "gpu-02.json", "2026-01-16T10:00:00+00:00",
+            {"02-second": {"seconds": 100.0, "headline": {}}}, machine={**H200, "gpu_count": 1})
     # newer, but at bench scale: not the notebooks' defaults, so not a runtime of the table
     _record(tmp_path / "results" / "cpu-bench.json", "2026-03-01T10:00:00+00:00",
             {"01-first": {"seconds": 500.0, "headline": {}}},
             run={"scale": "bench", "device": "auto", "parameters": {}, "command": "x", "commit": "y"})
     table = inventory.render_inventory(tmp_path)
-    assert table.splitlines()[0].endswith("| Runtime: CPU only, 2 cores / 2x NVIDIA H200 |")
+    header = table.splitlines()[0]
+    assert header.endswith("| Runtime: CPU only, 2 cores / 2x NVIDIA H200 or NVIDIA H200 |")
     rows = [line for line in table.splitlines() if line.startswith("| 0")]
     assert rows == [
         ("| 01 | [First \\| one](notebooks/01-first.ipynb) | what First \\| one teaches | "
          "No: runs on a CPU | 31 s / 58 s |"),
         ("| 02 | [Second](notebooks/02-second.ipynb) | what Second teaches | No: runs on a CPU | "
-         "— / — |")]
-    assert "[a.json](results/a.json) and [gpu.json](results/gpu.json)" in table
+         "— / 1.7 min |")]
+    assert ("[a.json](results/a.json) and [gpu.json](results/gpu.json) and "
+            "[gpu-02.json](results/gpu-02.json)") in table
 
 
 def test_inventory_without_records_says_so(tmp_path: Path) -> None:
@@ -202,19 +207,26 @@ def _goal(ratio: float, low: float, high: float, verdict: str, **count: int) -> 
 def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
     goals = {"a / b": _goal(1.7, 1.6, 1.8, "met"), "c / d": _goal(1.4, 1.2, 1.45, "not met"),
              "e / f": _goal(1.5, 1.4, 1.6, "inconclusive", launches=3)}
+    # notebook 04 ran on another GPU machine, earlier: its goals come from there
     _record(tmp_path / "old-gpu.json", "2026-03-01T09:00:00+00:00",
-            {"03-x": {"headline": {}, "results": {"goals": {"old": _goal(9, 8, 10, "met")}}}}, machine=H200)
+            {"03-x": {"headline": {}, "results": {"goals": {"old": _goal(9, 8, 10, "met")}}},
+             "04-z": {"headline": {}, "results": {"goals": {"w": _goal(1.9, 1.4, 2.0, "inconclusive",
+                                                                     launches=3)}}}},
+            machine={**H200, "gpu_count": 1})
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
             {"01-y": {"headline": {}}, "03-x": {"headline": {}, "results": {"goals": goals}}}, machine=H200)
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00",
             {"03-x": {"headline": {}, "results": {"goals": {"cpu": _goal(9, 8, 10, "met")}}}})
     table = results_table.render_goals_table(tmp_path)
-    assert table.splitlines()[2:6] == [
+    assert table.splitlines()[2:8] == [
         "| 01 · no goals recorded | — | — | — | — | — |",
         "| 03 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
         "| 03 · c / d | >= 1.5x | 1.40x | 1.20x–1.45x | not met | 5 trials |",
-        "| 03 · e / f | >= 1.5x | 1.50x | 1.40x–1.60x | inconclusive | 3 launches |"]
-    assert "From [gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto" in table
+        "| 03 · e / f | >= 1.5x | 1.50x | 1.40x–1.60x | inconclusive | 3 launches |",
+        "| 04 · w | >= 1.5x | 1.90x | 1.40x–2.00x | inconclusive | 3 launches |",
+        ""]
+    assert ("[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → unknown, 2026-03-02); "
+            "[old-gpu.json](results/old-gpu.json) (NVIDIA H200, full scale") in table
 
 
 def test_goals_in_the_older_form_show_no_interval(tmp_path: Path) -> None:
