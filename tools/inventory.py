@@ -5,11 +5,11 @@
 
 Each notebook carries ``metadata["dali_tutorials"] = {"title", "learn", "needs_gpu", "scales"}``
 (``scales``: the runner's per-scale parameters; ``headline``: see ``tools.results_table``).
-Runtimes are measured, never typed: ``notebooks.<notebook>.seconds`` of the newest record made
-at full scale (the notebooks' defaults) on a machine without a GPU, and of the newest one on a
-machine with a GPU, as the records state them (``machine``, ``notebooks.<notebook>.run.scale``),
-whatever their file names; the heading names both machines. The docs hook (docs/hooks.py) shows
-the same table on the site's landing page.
+Runtimes are measured, never typed: ``notebooks.<notebook>.seconds`` of the newest record that
+holds the notebook, made at full scale (the notebooks' defaults) on a machine without a GPU, and
+of the newest such record of a machine with a GPU, as the records state them (``machine``,
+``notebooks.<notebook>.run.scale``), whatever their file names; the heading names the machines.
+The docs hook (docs/hooks.py) shows the same table on the site's landing page.
 """
 
 from __future__ import annotations

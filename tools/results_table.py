@@ -28,9 +28,10 @@ Every fact comes from the records themselves (``results/*.json``, written by
   from :data:`LEGACY_LABELS` (the keys of records made before the notebooks carried labels,
   with the parameter values of those runs in their names), else the key itself, which
   ``tests/test_generated_tables.py`` refuses in the committed records;
-- the goals table, from the newest record of a machine with a GPU: each notebook's
-  ``results.goals``, ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}``
-  (``"launches"`` in place of ``"trials"`` for notebook 04). The verdict must follow the
+- the goals table: each notebook's ``results.goals`` in the newest record of a machine with a
+  GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one on two),
+  ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"`` in
+  place of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict must follow the
   interval (met: its low end clears the goal; not met: its high end is below it; inconclusive
   otherwise), or the table is not generated. Goals recorded in the older form
   ``{"ratio", "goal", "met"}`` show "no interval recorded" in place of a verdict, and a
