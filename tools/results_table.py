@@ -49,6 +49,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
 from tools import readme_blocks
 
@@ -58,7 +59,6 @@ RESULTS = REPO_ROOT / "results"
 SEED = "seed.json"  # what DALI's own notebooks printed: always the first column
 DEFAULT_FORMAT = "{:,.4g}"
 UNKNOWN = "unknown"
-VERDICTS = ("met", "not met", "inconclusive")
 
 # Labels of the headline keys of records made before the notebooks carried
 # `metadata.dali_tutorials.headline` (their keys hold parameter values: "4_threads", "batch 64").
@@ -273,7 +273,8 @@ def goal_problems(goal: dict[str, Any]) -> list[str]:
     if missing:
         return [f"lacks {', '.join(missing)}"]
     low, high = goal["ci95"]
-    expected = "met" if low >= goal["goal"] else "not met" if high < goal["goal"] else "inconclusive"
+    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
+    expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
     problems = []
     if not low <= goal["ratio"] <= high:
         problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
