@@ -100,6 +100,19 @@ def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
         suite.write_record(tmp_path, tmp_path / "r.json")
 
 
+def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(suite, "REPO_ROOT", tmp_path)
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    (run / "results" / "04-x.json").write_text(json.dumps(
+        {"created": "2026-12-01T10:00:00+00:00", "machine": {"gpu": "NVIDIA H200", "gpu_count": 2},
+         "parameters": {}, "headline": {}, "results": {}}))
+    (run / "run.json").write_text(json.dumps({"scale": "full", "device": "gpu", "notebooks": {}}))
+    assert suite.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
+    with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
+        suite.write_record(run)
+
+
 def test_the_commit_outside_git_is_unknown(tmp_path: Path) -> None:
     assert suite.git_commit(tmp_path) == "unknown"
 

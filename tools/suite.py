@@ -317,8 +317,9 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
 
 def write_record(run_dir: Path, path: Path | None = None) -> Path:
     """Gather one run folder (``<run>/results/*.json``, and ``<run>/run.json``: how it was run
-    and the wall times) into one record, by default ``results/<machine>-<date>.json``: what
-    `make bench` keeps and the README's tables read (the format is in this module's docstring)."""
+    and the wall times) into one record, by default ``results/<machine>[-x<GPUs>]-<date>.json``
+    (never over an existing one): what `make bench` keeps and the README's tables read (the
+    format is in this module's docstring)."""
     results = run_dir / "results"
     documents = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
     if not documents:
@@ -330,7 +331,13 @@ def write_record(run_dir: Path, path: Path | None = None) -> Path:
     log = json.loads(log_file.read_text())
     machine = next(iter(documents.values()))["machine"]
     date = min(d["created"] for d in documents.values())[:10]
-    path = path or REPO_ROOT / "results" / f"{machine_label(machine)}-{date}.json"
+    if path is None:
+        gpus = machine.get("gpu_count") or 0
+        label = machine_label(machine) + (f"-x{gpus}" if gpus > 1 else "")
+        path = REPO_ROOT / "results" / f"{label}-{date}.json"
+        if path.exists():
+            raise SystemExit(f"{relative(path)} exists: name another file with `python -m tools.suite record "
+                             f"--run {relative(run_dir)} --to FILE` (the run folder is kept)")
     notebooks_: dict[str, Any] = {}
     for name, document in documents.items():
         entry = log["notebooks"].get(name, {})
