@@ -1,7 +1,7 @@
 """Run the notebooks headless with papermill and summarize what they found.
 
     python -m tools.suite run    [--device auto|cpu|gpu] [--scale full|ci|bench] [--out DIR]
-    python -m tools.suite bench  [--device ...]   (trials for the record: results/<machine>-<date>.json)
+    python -m tools.suite bench  [--device ...]   (trials for results/<machine>[-x<GPUs>]-<date>.json)
     python -m tools.suite record --run DIR [--to FILE]   (gather a run's results into one record)
     python -m tools.suite copy   --to DIR [--fresh]   (copies of the notebooks to work in or to test)
 
