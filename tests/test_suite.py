@@ -58,35 +58,40 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     assert recorded["output_path"] == str(run.executed)
 
 
-def test_a_run_records_how_it_was_made_and_paths_relative_to_the_checkout(tmp_path: Path,
-                                                                          monkeypatch) -> None:
-    """run.json states scale, device, what papermill was handed, the command and the commit; the
-    record made from the folder carries them per notebook."""
+def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """`make test-gpu` on a GPU machine: --device gpu where the notebook's "auto" picks the GPU
+    anyway. Papermill is handed nothing, so the executed notebook has no injected cell; run.json
+    states scale, device, what papermill was handed, the command and the commit, and the record
+    made from the folder carries them per notebook. Paths inside the checkout are relative."""
     monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path)
+    monkeypatch.setattr(suite, "resolve_device", lambda device: "gpu")
     notebook = _notebook(tmp_path / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
     node = nbformat.read(notebook, as_version=4)
-    node.metadata["dali_tutorials"] = {"scales": {"ci": {"answer": 7, "label": "x"}}}
+    node.cells[0].source += '\ndevice = "auto"'
     nbformat.write(node, notebook)
     out = suite.default_out_dir("test-paths")
     try:
-        [run] = suite.run_suite("auto", "ci", out, command="python -m tools.suite run --scale ci")
+        [run] = suite.run_suite("gpu", "full", out, command="python -m tools.suite run --device gpu")
         assert run.ok, run.error
-        recorded = nbformat.read(run.executed, as_version=4).metadata["papermill"]
+        executed = nbformat.read(run.executed, as_version=4)
+        assert not [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        recorded = executed.metadata["papermill"]
+        assert recorded["parameters"] == {}
         assert recorded["output_path"] == run.executed.relative_to(REPO_ROOT).as_posix()
         log = json.loads((out / "run.json").read_text())
-        assert (log["scale"], log["device"]) == ("ci", "auto")
+        assert (log["scale"], log["device"]) == ("full", "gpu")
         entry = log["notebooks"]["10-paths"]
-        # label = 'x' is the default: papermill is handed only what changes something
-        assert entry["parameters"] == {"answer": 7}
-        assert entry["command"] == "python -m tools.suite run --scale ci"
+        assert entry["parameters"] == {}
+        assert entry["command"] == "python -m tools.suite run --device gpu"
         assert entry["commit"] == suite.git_commit() != ""
         (out / "results" / "10-paths.json").write_text(json.dumps(
-            {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": None}, "parameters": {"answer": 7},
+            {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": "X"}, "parameters": {"device": "gpu"},
              "headline": {}, "results": {}}))
         record = json.loads(suite.write_record(out, tmp_path / "r.json").read_text())
         assert record["notebooks"]["10-paths"]["run"] == {
-            "scale": "ci", "device": "auto", "parameters": {"answer": 7},
-            "command": "python -m tools.suite run --scale ci", "commit": entry["commit"]}
+            "scale": "full", "device": "gpu", "parameters": {},
+            "command": "python -m tools.suite run --device gpu", "commit": entry["commit"]}
     finally:
         shutil.rmtree(out)
 
