@@ -174,6 +174,27 @@ def test_labels_are_filled_from_each_records_parameters(tmp_path: Path) -> None:
         results_table.render_results_table(root / "results")
 
 
+def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: Path) -> None:
+    """The seed and older records keep their keys (``..._4_threads``); a newer record's
+    parameter-free key whose filled label reads the same lands in the same row."""
+    root = tmp_path / "checkout"
+    label = {"label": "CPU decode, {reference_threads} threads (img/s)", "format": "{:,.0f}"}
+    _notebook(root / "notebooks" / "01-getting-started.ipynb",
+              {**_meta("First"), "headline": {"cpu_decode_img_s": label}})
+    _record(root / "results" / "old.json", "2026-03-01T09:00:00+00:00",
+            {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
+    _record(root / "results" / "new.json", "2026-03-02T09:00:00+00:00",
+            {"01-getting-started": {"headline": {"cpu_decode_img_s": 1500.0},
+                                    "results": {"reference_threads": 4}}})
+    rows = results_table.render_results_table(root / "results").splitlines()[2:-2]
+    assert rows == ["| 01 · CPU decode, 4 threads (img/s) | 1,000 | 1,500 |"]
+    _record(root / "results" / "both.json", "2026-03-03T09:00:00+00:00",
+            {"01-getting-started": {"headline": {"cpu_decode_img_s": 1.0, "cpu_decode_img_s_4_threads": 2.0},
+                                    "results": {"reference_threads": 4}}})
+    with pytest.raises(ValueError, match="another headline key of this record has the label"):
+        results_table.render_results_table(root / "results")
+
+
 def test_a_record_without_run_facts_reads_as_unknown(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps({
         "machine": {"gpu": None, "cpu_count": 2}, "date": "2026-01-01",

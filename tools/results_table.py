@@ -216,8 +216,10 @@ def _label(notebook: str, key: str, entry: dict[str, Any], specs: dict[str, dict
 
 
 def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]]]) -> list[Row]:
-    """One row per headline key and filled label, in notebook order, then the metadata's order
-    (legacy keys after it); a cell is "—" where a column lacks the key or fills it otherwise."""
+    """One row per notebook and filled label, in notebook order, then the metadata's order of
+    keys (legacy keys after it). Keys whose labels read the same share a row: an older record's
+    ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run with 4 threads.
+    A cell is "—" where a column holds no key of that label."""
     notebooks = sorted({name for c in columns for name in c.record.get("notebooks", {})} | set(labels))
     rows = []
     for notebook in notebooks:
@@ -225,17 +227,20 @@ def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]
         held = [k for c in columns
                 for k in c.record.get("notebooks", {}).get(notebook, {}).get("headline", {})]
         legacy = [k for (n, k) in LEGACY_LABELS if n == notebook]
-        keys = list(dict.fromkeys([*specs, *legacy, *held]))
-        for key in keys:
-            by_label: dict[str, list[str]] = {}
+        by_label: dict[str, list[str]] = {}
+        for key in dict.fromkeys([*specs, *legacy, *held]):
             for i, column in enumerate(columns):
                 entry = column.record.get("notebooks", {}).get(notebook, {})
                 value = entry.get("headline", {}).get(key)
                 if value is None:
                     continue
-                label, fmt = _label(notebook, key, entry, specs, f"{column.path.name}, {notebook}.{key}")
-                by_label.setdefault(label, ["—"] * len(columns))[i] = fmt.format(value)
-            rows += [Row(f"{notebook[:2]} · {label}", cells) for label, cells in by_label.items()]
+                where = f"{column.path.name}, {notebook}.{key}"
+                label, fmt = _label(notebook, key, entry, specs, where)
+                cells = by_label.setdefault(label, ["—"] * len(columns))
+                if cells[i] != "—":
+                    raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
+                cells[i] = fmt.format(value)
+        rows += [Row(f"{notebook[:2]} · {label}", cells) for label, cells in by_label.items()]
     return rows
 
 
