@@ -183,9 +183,13 @@ def test_two_nodes_met_at_one_rendezvous_and_stuck_to_their_shards(run04) -> Non
 
 
 @pytest.mark.notebook
-def test_too_few_processes_is_refused_by_name(tmp_path: Path) -> None:
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
-    assert not run.ok and "parameter processes must be at least 2" in run.error
+@pytest.mark.parametrize("name,value,message", [
+    ("processes", 1, "parameter processes must be at least 2"),
+    ("records", 10**9, "records: use at most"),
+])
+def test_bad_parameters_are_refused_by_name(tmp_path: Path, name, value, message) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), name: value})
+    assert not run.ok and message in run.error
 
 
 # --- the script's refusals ------------------------------------------------------------------
