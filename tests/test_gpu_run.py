@@ -39,10 +39,18 @@ def test_getting_started_timed_every_decoder_and_hw_decoder_load(gpu_results: Re
     decoders = {key.split("@")[0] for key in results["decode_rates"]}
     assert decoders == {"cpu"} | {f"gpu-hw{load:g}" for load in loads}
     assert results["speed_distinct_images"] == parameters["speed_images"] >= 64
-    reference = 4 if 4 in parameters["thread_counts"] else max(parameters["thread_counts"])
-    best = headline[f"best_gpu_over_cpu_{reference}_threads"]
-    assert best >= headline[f"gpu_over_cpu_{reference}_threads"] > 0
+    ratios = results["ratios"]
+    for key in ("gpu_over_cpu", "best_gpu_over_cpu", "best_gpu_over_best_cpu"):
+        low, high = ratios[key]["ci95"]
+        assert 0 < low <= headline[key] == ratios[key]["ratio"] <= high
+    # the best load, re-measured in confirmation rounds, is not slower than the default load
+    assert ratios["best_gpu_over_cpu"]["ci95"][1] >= ratios["gpu_over_cpu"]["ci95"][0]
     assert headline["best_hw_decoder_load"] in loads
+    (goal,) = results["goals"].values()
+    assert goal["ratio"] == headline["best_gpu_over_cpu"] and goal["trials"] == parameters["trials"] >= 5
+    low, high = goal["ci95"]
+    assert goal["verdict"] == ("met" if low >= goal["goal"] else
+                               "not met" if high < goal["goal"] else "inconclusive")
     # same photos, other chroma upsampling: a few levels at most
     assert results["gpu_decode_mean_abs_difference_vs_cpu"] < 5
     assert "gpu_fancy_upsampling_mean_abs_difference_vs_cpu" in results
@@ -57,12 +65,17 @@ def test_capture_mode_matches_eager_on_the_gpu(gpu_results: Results) -> None:
     assert headline["test_accuracy_eager"] == headline["test_accuracy_capture"]
     assert results["test_accuracies"]["eager"] == results["test_accuracies"]["capture"]
     assert results["captured_operators"][:2] == ["Image", "Uniform"]
+    goal = results["goals"]["capture / eager"]
+    assert goal["trials"] == document["parameters"]["epochs"] - 1 >= 5
+    assert goal["ci95"][0] <= goal["ratio"] <= goal["ci95"][1]
+    assert results["equality_goal"]["verdict"] == "met"
 
 
 def test_capture_mode_compared_cpu_and_gpu_decoding(gpu_results: Results) -> None:
     document = gpu_results("02-capture-mode")
-    placement, trials = document["results"]["decode_placement"], document["parameters"]["trials"]
-    assert len(placement["cpu"]) == len(placement["gpu"]) == trials
+    placement = document["results"]["decode_placement"]
+    trials = document["parameters"]["placement_epochs"] - 1  # the first epoch is a warm-up
+    assert len(placement["cpu"]) == len(placement["gpu"]) == trials >= 5
     headline = document["headline"]
     assert headline["capture_cpu_decode_samples_per_s"] > 0
     assert headline["capture_gpu_decode_samples_per_s"] > 0
@@ -80,23 +93,26 @@ def scaling(gpu_results: Results) -> dict:
 
 
 def test_runs_used_one_gpu_per_process_with_nccl(scaling: dict) -> None:
-    runs = scaling["results"]["runs"]
-    processes = scaling["parameters"]["processes"]
-    assert scaling["parameters"]["device"] == "gpu" and scaling["parameters"]["backend"] == "nccl"
-    assert runs["multi"]["world_size"] == processes and runs["multi"]["backend"] == "nccl"
-    assert len(runs["multi"]["gpus"]) >= processes
-    assert scaling["parameters"]["records"] is None  # the whole data set
-    for run in runs.values():
-        assert all(e["coverage"]["complete"] and e["coverage"]["shared_between_ranks"] == 0
-                   for e in run["epochs"])
+    results, parameters = scaling["results"], scaling["parameters"]
+    processes = parameters["processes"]
+    assert parameters["device"] == "gpu" and parameters["backend"] == "nccl"
+    assert parameters["launches"] >= 3
+    for run in results["runs"]["multi"]:
+        assert run["world_size"] == processes and run["backend"] == "nccl"
+        assert len(run["gpus"]) >= processes
+    checked = results["coverage_check"]  # the debug launch that records which ranks read what
+    assert checked["backend"] == "nccl" and checked["world_size"] == processes
+    assert all(e["coverage"]["complete"] and e["coverage"]["shared_between_ranks"] == 0
+               for e in checked["epochs"])
 
 
 def test_two_gpus_learn_like_one_with_the_same_global_batch(scaling: dict) -> None:
     headline = scaling["headline"]
     assert abs(headline["accuracy_multi"] - headline["accuracy_single"]) * 100 <= 1.0
     assert headline["accuracy_multi"] > 0.9
-    for run in scaling["results"]["runs"].values():
-        assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
+    for launches in scaling["results"]["runs"].values():
+        for run in launches:
+            assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
 
 
 def test_two_gpus_scale(scaling: dict) -> None:
@@ -105,6 +121,9 @@ def test_two_gpus_scale(scaling: dict) -> None:
     headline = scaling["headline"]
     assert headline["speedup_weak"] > 0.75 * headline["processes"]
     assert headline["speedup_strong"] > 1.0
+    (goal,) = scaling["results"]["goals"].values()
+    assert goal["launches"] == scaling["parameters"]["launches"] >= 3
+    assert goal["ci95"][0] <= goal["ratio"] == pytest.approx(headline["speedup_weak"]) <= goal["ci95"][1]
 
 
 def test_a_dying_rank_under_nccl_ends_the_launch(scaling: dict) -> None:
