@@ -46,7 +46,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
 # Run by the H200 run of 2026-11-30, which injected device="gpu". A GPU run with this runner
 # injects nothing (tools.suite.parameters_for): re-run, and the strict xfail says to drop the name
 # here; once the set is empty, remove it with tools.suite's INJECTED and without_injected_parameters.
-INJECTED_BY_AN_OLDER_RUNNER = {"01-getting-started", "02-capture-mode", "04-scaling-out"}
+INJECTED_BY_AN_OLDER_RUNNER = {"04-scaling-out"}
 
 
 @pytest.mark.parametrize("notebook", [
