@@ -1,5 +1,6 @@
-"""Interactive use never writes the committed notebooks: `make lab` serves working copies, and a
-notebook opened, run and saved through JupyterLab's server leaves notebooks/ byte-identical."""
+"""`make lab`: it starts as root too (containers, cloud machines) and says how to reach it from
+another machine; it serves working copies only, and a notebook opened, run and saved through
+JupyterLab's server leaves notebooks/ byte-identical."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -43,8 +45,8 @@ def _committed() -> dict[str, str]:
 
 
 class Server:
-    def __init__(self, port: int, lab: Path) -> None:
-        self.base, self.lab = f"http://127.0.0.1:{port}", lab
+    def __init__(self, port: int, lab: Path, log: Path) -> None:
+        self.base, self.lab, self.log, self.port = f"http://127.0.0.1:{port}", lab, log, port
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
@@ -64,13 +66,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`make lab` as a learner starts it, on working copies in a folder of the test's own."""
     lab = tmp_path_factory.mktemp("lab") / "lab"
     port = _free_port()
-    root = " --allow-root" if os.geteuid() == 0 else ""  # containers and CI machines run as root
     log = open(lab.parent / "lab.log", "w")
+    # as the README says to reach it from another machine; no --allow-root: as root (containers,
+    # CI machines) `make lab` must add it itself, or Jupyter refuses to start
     process = subprocess.Popen(
         ["make", "-s", "-C", str(REPO_ROOT), "lab", f"PY={sys.executable}", "SETUP=", f"LAB={lab}",
-         f"LAB_ARGS=--no-browser --port={port} --ServerApp.token={TOKEN} --ServerApp.port_retries=0{root}"],
+         f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.token={TOKEN} "
+         "--ServerApp.port_retries=0"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(port, lab)
+    server = Server(port, lab, log=lab.parent / "lab.log")
     try:
         deadline = time.time() + 180
         while True:
@@ -80,7 +84,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             except OSError:
                 pass
             if process.poll() is not None or time.time() > deadline:
-                pytest.fail(f"make lab did not serve: {(lab.parent / 'lab.log').read_text()[-3000:]}")
+                pytest.fail(f"make lab did not serve: {server.log.read_text()[-3000:]}")
             time.sleep(0.5)
         yield server
     finally:
@@ -129,6 +133,23 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
             cell.execution_count = count
     finally:
         connection.close()
+
+
+def test_make_lab_allows_root_exactly_when_run_as_root(tmp_path: Path) -> None:
+    """The command `make lab` runs (make -n: nothing started): --allow-root as root only."""
+    result = subprocess.run(["make", "-n", "-s", "-C", str(REPO_ROOT), "lab", "PY=python", "SETUP=",
+                             f"LAB={tmp_path / 'lab'}"], capture_output=True, text=True, check=True)
+    command = next(line for line in result.stdout.splitlines() if "-m jupyter lab" in line)
+    assert ("--allow-root" in command.split()) == (os.geteuid() == 0), command
+
+
+def test_make_lab_says_how_to_reach_it(server: Server) -> None:
+    """Its banner says which notebook to open and how to reach the lab from another machine;
+    Jupyter's own lines give the address with the token."""
+    log = server.log.read_text()
+    assert "start with 01-getting-started.ipynb" in log
+    assert 'LAB_ARGS="--ip 0.0.0.0 --port 8888 --no-browser"' in log and "ssh -N -L 8888:localhost:8888" in log
+    assert re.search(rf"http://\S+:{server.port}/lab\?token={TOKEN}", log), log[-2000:]
 
 
 def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
