@@ -30,7 +30,6 @@ from tools.suite import suite_metadata
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"
-TOKEN = uuid.uuid4().hex
 
 
 def _free_port() -> int:
@@ -47,11 +46,16 @@ def _committed() -> dict[str, str]:
 class Server:
     def __init__(self, port: int, lab: Path, log: Path) -> None:
         self.base, self.lab, self.log, self.port = f"http://127.0.0.1:{port}", lab, log, port
+        self.token = ""  # read from what `make lab` prints, as a learner does
+
+    def printed_token(self) -> str | None:
+        found = re.search(rf"http://127\.0\.0\.1:{self.port}/lab\?token=(\w+)", self.log.read_text())
+        return found.group(1) if found else None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.base}{path}", data=data, method=method,
-                                         headers={"Authorization": f"token {TOKEN}",
+                                         headers={"Authorization": f"token {self.token}",
                                                   "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -71,15 +75,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # CI machines) `make lab` must add it itself, or Jupyter refuses to start
     process = subprocess.Popen(
         ["make", "-s", "-C", str(REPO_ROOT), "lab", f"PY={sys.executable}", "SETUP=", f"LAB={lab}",
-         f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.token={TOKEN} "
-         "--ServerApp.port_retries=0"],
+         f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.port_retries=0"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = Server(port, lab, log=lab.parent / "lab.log")
     try:
         deadline = time.time() + 180
         while True:
+            server.token = server.printed_token() or ""
             try:
-                if server.request("GET", "/api/status")[0] == 200:
+                if server.token and server.request("GET", "/api/status")[0] == 200:
                     break
             except OSError:
                 pass
@@ -102,7 +106,7 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
     """Execute the code cells on the server's kernel over its websocket, as JupyterLab does,
     and put their outputs into ``cells``."""
     url = (f"ws://{server.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
-           f"?session_id={session_id}&token={TOKEN}")
+           f"?session_id={session_id}&token={server.token}")
     connection = await websocket_connect(url)
     try:
         count = 0
@@ -148,8 +152,15 @@ def test_make_lab_says_how_to_reach_it(server: Server) -> None:
     Jupyter's own lines give the address with the token."""
     log = server.log.read_text()
     assert "start with 01-getting-started.ipynb" in log
-    assert 'LAB_ARGS="--ip 0.0.0.0 --port 8888 --no-browser"' in log and "ssh -N -L 8888:localhost:8888" in log
-    assert re.search(rf"http://\S+:{server.port}/lab\?token={TOKEN}", log), log[-2000:]
+    assert 'LAB_ARGS="--ip 0.0.0.0 --port 8888 --no-browser"' in log
+    assert "ssh -N -L 8888:localhost:8888" in log
+    assert server.token and len(server.token) >= 32  # the address it printed is the one that works
+    assert server.request("GET", "/api/status")[0] == 200
+    server.token, real = "wrong", server.token
+    try:
+        assert server.request("GET", "/api/status")[0] == 403  # the token guards it
+    finally:
+        server.token = real
 
 
 def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
