@@ -204,9 +204,9 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
 
 
 # What a downloaded notebook needs; its first cell stops with the same words outside the checkout.
-NEEDS_THE_REPOSITORY = ("It runs inside its repository, dali-dynamic-tutorials: clone it, run "
-                        "<code>make lab</code> and open the notebook in <code>lab/</code> (or run "
-                        "<code>make data</code> and start Jupyter in the checkout).")
+NEEDS_THE_REPOSITORY = ("It runs inside its repository, dali-dynamic-tutorials: clone it and run "
+                        "<code>make lab</code>, which sets up the packages and the data "
+                        "(<code>make data</code>) and opens the notebooks in JupyterLab.")
 
 
 def download_note(name: str) -> str:

@@ -172,6 +172,24 @@ def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
     assert server.request("GET", f"/api/contents/../notebooks/{NOTEBOOK}")[0] in (403, 404)
 
 
+@pytest.mark.xfail(strict=True, reason="waits for the lead's change of tools.suite (issue 20): "
+                   "`copy --provenance` puts the note first in each lab copy, and the Makefile's "
+                   "lab target passes it; then remove this marker")
+def test_a_lab_copy_says_where_its_stored_outputs_came_from(server: Server) -> None:
+    """Until it is re-run, a working copy shows the committed run's outputs: its first cell says
+    so, with that run's date and parameters; the rest of it is the committed notebook."""
+    name = "02-capture-mode.ipynb"  # not the notebook the next test runs and saves
+    committed = nbformat.read(REPO_ROOT / "notebooks" / name, as_version=4)
+    copy = nbformat.read(server.lab / name, as_version=4)
+    note = copy.cells[0]
+    assert note.cell_type == "markdown" and "lab-provenance" in note.metadata.get("tags", [])
+    run = committed.metadata["papermill"]
+    assert "Until you run a cell" in note.source and run["end_time"][:10] in note.source
+    assert all(f"{key}=" in note.source for key in run["parameters"])
+    own = [c.source for c in committed.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert [c.source for c in copy.cells[1:]] == own
+
+
 def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(server: Server) -> None:
     before = _committed()
     status, model = server.request("GET", f"/api/contents/{NOTEBOOK}?content=1")
