@@ -3,10 +3,16 @@ in headless Chromium (Playwright driving Debian's /usr/bin/chromium, `.ci/instal
 
 Per page: HTTP 200, no console error or page error, nothing requested from outside the site,
 every <img> decoded (naturalWidth > 0), every internal link answered with 200 (and its anchor
-present), no rendered traceback or error output. The landing page holds the notebook inventory
-and the results table. Screenshots go to build/site-screenshots/. The build must fail, naming
-each fault, on a broken checkout (built from a temporary copy), and no page may show an absolute
-path of a machine.
+present), no rendered traceback or error output. How it reads at 1280x900 and at 390x844 (a
+phone): nothing scrolls the page sideways or spills out of its box, code and outputs wrap at
+spaces, wide outputs scroll in their own box, no test machinery shows (cell tags, papermill's
+injected cell), progress bars are not styled as errors; at 1280 px code fits unwrapped, every
+h2/h3 is in the table of contents and figures keep their width. The landing page holds the
+notebook inventory (scrolling in its box on a phone), the results page the results table and why
+it differs from the published figures; each notebook page says what its download needs. A cell
+tagged collapse-output is shown folded. Screenshots go to build/site-screenshots/. The build
+must fail, naming each fault, on a broken checkout (built from a temporary copy), and no page may
+show an absolute path of a machine.
 """
 
 from __future__ import annotations
@@ -485,6 +491,48 @@ def test_build_fails_on_a_notebook_without_metadata(tmp_path: Path) -> None:
     result = mkdocs_build(root, tmp_path / "site")
     assert result.returncode != 0
     assert "01-getting-started.ipynb: metadata['dali_tutorials'] lacks" in result.stderr
+
+
+def _longest_printout(root: Path) -> tuple[Path, int, int]:
+    """The notebook, cell index and line count of the longest stream output of the checkout."""
+    found = []
+    for path in notebook_paths(root):
+        for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                    text = "".join(output["text"])
+                    found.append((len(text.rstrip("\n").splitlines()), path, index))
+    lines, path, index = max(found, key=lambda f: f[0])
+    return path, index, lines
+
+
+@pytest.mark.browser
+def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, tmp_path: Path) -> None:
+    """The longest printout of the notebooks (04's training script), tagged ``collapse-output``
+    in a copy of the checkout: its page shows it folded, in a line, and unfolded on a click."""
+    root = _copy_checkout(tmp_path)
+    path, index, lines = _longest_printout(root)
+    notebook = json.loads(path.read_text())
+    notebook["cells"][index].setdefault("metadata", {}).setdefault("tags", []).append("collapse-output")
+    path.write_text(json.dumps(notebook))
+    result = mkdocs_build(root, tmp_path / "site")
+    assert result.returncode == 0, result.stderr[-3000:]
+    page = browser.new_page(viewport=WIDE)
+    try:
+        with serve(tmp_path / "site") as url:
+            page.goto(url + f"notebooks/{path.stem}.html")
+            folded = page.locator("details.printed-file")
+            assert folded.count() == 1
+            assert folded.get_attribute("open") is None
+            assert f": {lines} lines" in folded.locator("summary").inner_text()
+            assert folded.bounding_box()["height"] < 100
+            folded.locator("summary").click()
+            assert folded.bounding_box()["height"] > lines * 10
+            if "of Python" in folded.locator("summary").inner_text():
+                assert folded.locator(".highlight span.k").count() > 0  # keywords highlighted
+            assert not reading_problems(browser, url + f"notebooks/{path.stem}.html", WIDE)
+    finally:
+        page.close()
 
 
 # Absolute paths of a machine: this one's (the checkout, home, temporary folder) and the usual
