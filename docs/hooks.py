@@ -6,8 +6,8 @@ what no library does:
 
 - the committed notebooks (notebooks/NN-*.ipynb) and results records (results/*.json) of the
   checkout become files of the site, where MkDocs checks the nav and the links against them;
-- the landing page's inventory and results blocks are filled in by the functions that write the
-  README's (tools.inventory, tools.results_table);
+- the landing page's inventory block and the results page's results and goals blocks are filled
+  in by the functions that write the README's (tools.inventory, tools.results_table);
 - each notebook must have been executed (execution counts 1, 2, 3... in order and papermill's
   metadata), hold no error output, and show every figure it holds on its page;
 - links inside a notebook (mkdocs-jupyter renders them, MkDocs never sees them): a link to
@@ -46,7 +46,7 @@ from pygments.lexers import PythonLexer
 try:
     from tools.inventory import notebook_paths, render_inventory
     from tools.readme_blocks import replace_block
-    from tools.results_table import render_results_table
+    from tools.results_table import render_goals_table, render_results_table
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err
@@ -83,10 +83,11 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 # the README's generated blocks, and the pages that show them: the landing page the notebook
-# inventory, the results page the results table
+# inventory, the results page the results and goals tables
 PAGE_BLOCKS = {
     "index.md": {"inventory": lambda root: render_inventory(root)},
-    "results.md": {"results-table": lambda root: render_results_table(root / "results")},
+    "results.md": {"results-table": lambda root: render_results_table(root / "results"),
+                   "goals": lambda root: render_goals_table(root / "results")},
 }
 
 

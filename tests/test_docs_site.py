@@ -38,7 +38,6 @@ from urllib.parse import urldefrag
 
 import pytest
 import yaml
-from mkdocs.structure.toc import AnchorLink
 from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
@@ -579,6 +578,8 @@ def hooks() -> Any:
 def test_toc_entries_of_headings_with_code_point_at_the_heading(hooks: Any) -> None:
     """mkdocs-jupyter drops a heading's code span from its table-of-contents anchor; the hook
     points the entry at the heading's real id (a broken anchor fails the browser test)."""
+    from mkdocs.structure.toc import AnchorLink  # a docs package: `pytest -m gpu` collects without it
+
     truncated = AnchorLink("2 · Samples out of a", "2-samples-out-of-a", 2)
     fine = AnchorLink("1 · Read", "1-read", 2)
     middle = AnchorLink("The ceiling, , and a thread", "the-ceiling-and-a-thread", 3)
