@@ -42,7 +42,7 @@ from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
-from tools.results_table import render_results_table
+from tools.results_table import render_goals_table, render_results_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -265,6 +265,9 @@ def test_results_page_has_the_table_and_why_it_differs(browser: Any, base_url: s
         headers = [h.strip() for h in expected[0].strip("|").split("|")]
         shown = [h.strip() for h in results.locator("th").all_inner_texts()]
         assert shown == [re.sub(r"[`*]", "", h) for h in headers]
+        goals = page.locator(".goals-table table")
+        assert goals.count() == 1, "no goals table on the results page"
+        assert goals.locator("tbody tr").count() == len(render_goals_table().splitlines()) - 4
         # the reasons beside the numbers
         assert page.locator("h2", has_text="differ from the published ones").count() == 1
         text = page.inner_text(".md-content")
