@@ -91,7 +91,7 @@ docs: $(SETUP)
 # (containers, many cloud machines) Jupyter refuses to start without --allow-root: given here.
 LAB_AS_ROOT = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: data
-	$(PY) -m tools.suite copy --to $(LAB)
+	$(PY) -m tools.suite copy --to $(LAB) --provenance
 	@echo "make lab: JupyterLab on your working copies in $(LAB)/ (start with 01-getting-started.ipynb);"
 	@echo "  open the http://...lab?token=... address it prints below; Ctrl-C twice stops it."
 	@echo "  From another machine: make lab LAB_ARGS=\"--ip 0.0.0.0 --port 8888 --no-browser\", then open"
