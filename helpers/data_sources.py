@@ -240,7 +240,7 @@ def check_image_folder(path: str | Path) -> ImageFolder:
             f"No images found in {root}: readers.File expects one subfolder per class holding "
             f"image files ({', '.join(IMAGE_EXTENSIONS[:3])}, ...). DALI would fail with "
             "\"No files found\".")
-    paths = [os.path.join(root, c, name) for c, name in names]
+    paths = [f"{root}{os.sep}{c}{os.sep}{name}" for c, name in names]  # os.path.join, faster
     chunks = [paths[i:i + 4096] for i in range(0, len(paths), 4096)]
     with ThreadPoolExecutor(16) as pool:  # the reads wait on the disk, not on Python
         for chunk, problems in zip(chunks, pool.map(lambda c: list(map(_header_problem, c)), chunks),

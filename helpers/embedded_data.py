@@ -461,7 +461,11 @@ def _write_photo_set(tmp: Path, images: Path, size: int, seed: int, workers: int
 
 def photo_set_dir(data_dir: Path, size: int) -> Path:
     """Where the photo set of ``size`` training photos lives: one folder a size, so that the
-    CPU tier's small set and the GPU's large one live side by side."""
+    CPU tier's small set and the GPU's large one live side by side. Raises ValueError for a
+    size that is not a whole number of at least one photo a class."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < len(PHOTO_CLASS_SUBJECTS):
+        raise ValueError(f"size must be a whole number of at least {len(PHOTO_CLASS_SUBJECTS)} "
+                         f"(one photo per class), not {size!r}")
     return data_dir / f"photos-{size}"
 
 
@@ -486,11 +490,8 @@ def build_photo_set(data_dir: Path, size: int = PHOTO_SET_SIZE, seed: int = 0, f
     in ``workers`` processes (default: every core this process may use, one for under 256).
     Photo ``i`` is the same in every size (its own random stream): a small set is the start of
     a large one."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < len(PHOTO_CLASS_SUBJECTS):
-        raise ValueError(f"size must be a whole number of at least {len(PHOTO_CLASS_SUBJECTS)} "
-                         f"(one photo per class), not {size!r}")
-    images = build_photos(data_dir)
     dest = photo_set_dir(data_dir, size)
+    images = build_photos(data_dir)
     with _build_lock(data_dir):
         if not force and photo_set_current(dest, size, seed):
             return dest

@@ -188,9 +188,11 @@ def test_check_decodable_names_every_broken_file(truncated: tuple[Path, Path]) -
 
 
 def test_photo_set_is_built_on_first_use_one_folder_a_size(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ValueError, match="at least 7"):
+        locate_photos(6, data_dir=tmp_path)
     with pytest.raises(DataSourceError, match="--photo-set 14"):
         locate_photos(14, data_dir=tmp_path, build_missing=False)
-    assert not (tmp_path / "photos-14").exists()
+    assert list(tmp_path.iterdir()) == []
     photos = locate_photos(14, data_dir=tmp_path)
     small = locate_photos(7, data_dir=tmp_path, verbose=False)
     assert "Building the photo set (once)" in capsys.readouterr().out
