@@ -39,7 +39,6 @@ import argparse
 import datetime
 import hashlib
 import io
-import json
 import math
 import os
 import sys
@@ -47,8 +46,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-if "--device" in sys.argv and "gpu" in sys.argv:  # before CUDA starts: deterministic cuBLAS
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+# deterministic cuBLAS on a GPU (with torch.use_deterministic_algorithms): set before CUDA starts
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import numpy as np  # noqa: E402
 import nvidia.dali
@@ -212,12 +211,14 @@ class Trainer:
     def eager_reader(self) -> None:
         """One reader for the run, sharded: each rank reads 1/world of the records and moves to
         the next shard every epoch (DALI's default, like DistributedSampler.set_epoch)."""
+        checkpoints = bool(self.args.every or self.args.resume)
         self.reader = ndd.readers.Caffe2(
             path=self.args.data, shard_id=self.rank, num_shards=self.world, pad_last_batch=True,
-            random_shuffle=True, seed=self.args.seed + self.rank, enable_checkpointing=True)
+            random_shuffle=True, seed=self.args.seed + self.rank, enable_checkpointing=checkpoints)
         self.rng = ndd.random.RNG(seed=self.args.seed + self.rank)
-        self.dali.register(self.reader, "reader")  # a loaded checkpoint's state is applied here
-        self.dali.register(self.rng, "rng")
+        if checkpoints:
+            self.dali.register(self.reader, "reader")  # a loaded checkpoint's state applies here
+            self.dali.register(self.rng, "rng")
 
     def epoch_reader(self, epoch: int) -> tuple[ndd.readers.Caffe2, ndd.random.RNG]:
         """Capture mode: the reader and the RNG of ``epoch``, fixed by the epoch number alone.
