@@ -81,6 +81,8 @@ def test_a_damaged_newest_checkpoint_is_skipped_and_the_run_still_matches(run06)
     assert _exact_or_within(fallback, document["parameters"]["device"],
                             document["results"]["tolerance"])
     assert bad["truncated_newest"]["refused"] is False
+    rejected = re.search(r"step-\d+", fallback["skipped"][0])[0]
+    assert f"rejected-{rejected}-0" in bad["truncated_newest"]["left"]  # kept, moved aside
 
 
 @pytest.mark.notebook
@@ -120,6 +122,7 @@ def test_one_rank_killed_and_all_resumed_match_the_uninterrupted_ranks(run06) ->
     assert dist["root_cause"] == f"rank {processes - 1} was killed by signal 9 first"
     assert dist["parts"] == ["model.pt"] + [f"rank-{r}.pt" for r in range(processes)]
     assert dist["distinct_reader_states"] == processes  # each rank its own reader state
+    assert dist["epoch_boundaries_after_resume"] >= 1  # the shard rotation resumed too
     assert 0 < dist["resumed_from"] <= dist["kill_step"]
     tolerance = 0.0 if dist["device"] == "cpu" else document["results"]["tolerance"]
     assert _exact_or_within(dist, dist["device"], tolerance)
