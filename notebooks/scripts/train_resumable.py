@@ -6,7 +6,7 @@ with checksums, the last --keep kept): the model, the optimizer (SGD with moment
 learning-rate schedule, torch's and numpy's random states, the step counters, the loss history,
 and DALI's state. Run it again with --resume and it continues from the newest whole checkpoint.
 
-Two modes:
+Its modes:
 
 * ``--mode eager``: one reader for the whole run, with ``enable_checkpointing=True``; DALI's
   ``ndd.checkpoint.Checkpoint`` holds the reader's and the random generator's state.
