@@ -82,7 +82,7 @@ def _write_durably(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -132,7 +132,7 @@ def commit(root: str | Path, step: int, compat: Mapping[str, Any], parts: list[s
                               f"{', '.join(missing)} were not written to {folder.name}")
     manifest = {
         "format": FORMAT, "step": step, "compat": dict(compat), "extra": dict(extra or {}),
-        "files": {p: {"bytes": (folder / p).stat().st_size, "sha256": _sha256(folder / p)}
+        "files": {p: {"bytes": (folder / p).stat().st_size, "sha256": file_sha256(folder / p)}
                   for p in sorted(parts)},
     }
     tmp = folder / f".{MANIFEST}.tmp"
@@ -206,7 +206,7 @@ def problem(path: str | Path) -> str | None:
         size = part.stat().st_size
         if size != entry.get("bytes"):
             return f"part {name} has {size:,} bytes, the manifest {entry.get('bytes'):,} (truncated)"
-        if _sha256(part) != entry.get("sha256"):
+        if file_sha256(part) != entry.get("sha256"):
             return f"part {name} does not match its SHA-256 checksum (corrupt)"
     return None
 
