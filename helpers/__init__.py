@@ -8,12 +8,14 @@
   on first use); ``helpers.caffe2_records``: the LMDB record format it writes.
 - ``helpers.batches``, ``helpers.display``: samples out of a ``Batch``; image grids.
 - ``helpers.devices``: ``"auto" | "cpu" | "gpu"``, with a clear error without a GPU.
-- ``helpers.benchmarking``, ``helpers.plots``: statistics over trials, results JSON; charts.
+- ``helpers.benchmarking``, ``helpers.plots``: the benchmark method (interleaved trials, ratios
+  with 95% intervals, verdicts), results JSON; charts with intervals.
 - ``helpers.capture_inspection``: which operators capture mode captured.
 - ``helpers.mnist_model``: the MNIST classifier and its held-out accuracy.
 - ``helpers.parameters``: notebook parameter checks (also under plain papermill).
-- ``helpers.loader_benchmark``, ``helpers.loader_charts``: notebook 03's configurations,
-  alternating trials, time split and profile excerpt; its charts.
+- ``helpers.loader_benchmark``, ``helpers.loader_charts``, ``helpers.lmdb_dataset``: notebook
+  03's configurations, one trial's timing, time split and profile excerpt; its charts; the
+  DataLoader's ``Dataset`` (in a module, so that ``forkserver`` workers can import it).
 - ``helpers.torchrun``, ``helpers.lmdb_subset``: notebook 04's launcher of
   ``python -m torch.distributed.run`` (time limit, multicast off, clear errors); a small LMDB
   made of the first records of another.

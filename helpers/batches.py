@@ -1,7 +1,7 @@
 """Getting samples out of a DALI ``Batch`` as NumPy, on the CPU or the GPU.
 
-DALI 2.4.0 note: ``Batch.select(slice)`` returns the whole batch, so samples are taken one at a
-time with ``select(i)``.
+A ``Batch`` iterates over its samples (``Tensor`` objects); notebook 01 shows why samples are
+taken one at a time rather than with ``select`` and a range in DALI 2.4.0.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ def _on_cpu(batch):
 
 def as_arrays(batch) -> list[np.ndarray]:
     """Every sample of a Batch (CPU or GPU) as a NumPy array."""
-    batch = _on_cpu(batch)
-    return [np.asarray(batch.select(i)) for i in range(batch.batch_size)]
+    return [np.asarray(sample) for sample in _on_cpu(batch)]
 
 
 def as_labels(batch) -> list[int]:

@@ -1,37 +1,193 @@
-"""Timing, statistics over trials, and results JSON that say where the numbers came from."""
+"""How the suite measures: interleaved trials, ratios with 95% intervals, verdicts that follow
+the interval, and results JSON that say where the numbers came from.
+
+The method, used by every notebook that compares speeds:
+
+1. Each configuration is measured in several **trials** (5 or more on the GPU tier), each a fixed
+   amount of work after a warm-up. The trials are **interleaved**: round ``k`` runs every
+   configuration once, in an order rotated by ``k`` (``interleaved_order``), so no configuration
+   always runs first or last, and a slow phase of the machine hits
+   every configuration alike.
+2. A **ratio** between two configurations (``ratio``) is the geometric mean of the per-round
+   ratios (trial ``k`` of A over trial ``k`` of B, measured minutes apart), with a 95% interval
+   from Student's t on their logarithms. With unequal numbers of trials the rounds cannot be
+   paired, and the interval compares the two sets of log rates (Welch).
+3. A **goal** such as "A is at least 1.5x B" is *met* when the interval's low end clears it,
+   *not met* when its high end is below it, and *inconclusive* otherwise (``verdict``).
+4. A "best" configuration is **selected** on some trials and **reported** from confirmation
+   trials measured afterwards, beside its reference in the same rounds: the maximum of many
+   noisy numbers is biased upwards (the winner's curse), a re-measurement is not.
+5. Every configuration shows its **coefficient of variation** (stdev / mean over trials);
+   above 10% (``NOISY_CV``) it is flagged: its numbers move more than most differences.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import statistics
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from helpers.devices import gpu_count
 from helpers.paths import REPO_ROOT
 
-RESULTS_SCHEMA = 1
+NOISY_CV = 0.10  # a configuration whose trials vary more than this is flagged
+CONFIDENCE = 0.95
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
-    """Median and spread of repeated measurements (``spread`` = (max - min) / median)."""
+    """Median, range and coefficient of variation of repeated measurements (``spread`` =
+    (max - min) / median; ``cv`` = stdev / mean, 0 for a single value)."""
     if not values:
         raise ValueError("no measurements to summarize")
     median = statistics.median(values)
+    mean = statistics.fmean(values)
+    stdev = statistics.stdev(values) if len(values) > 1 else 0.0
     return {
         "n": len(values),
         "median": median,
         "min": min(values),
         "max": max(values),
-        "mean": statistics.fmean(values),
-        "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "mean": mean,
+        "stdev": stdev,
+        "cv": stdev / mean if mean else 0.0,
+        "noisy": bool(mean and stdev / mean > NOISY_CV),
         "spread": (max(values) - min(values)) / median if median else 0.0,
     }
+
+
+def interleaved_order(names: Sequence[str], trial: int) -> list[str]:
+    """The order of round ``trial``: the configurations rotated by ``trial`` places. Over
+    ``len(names)`` rounds each configuration takes each position once."""
+    if not names:
+        return []
+    shift = trial % len(names)
+    return list(names[shift:]) + list(names[:shift])
+
+
+def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any], trials: int,
+                       *, on_done: Callable[[str, int], None] | None = None) -> dict[str, list[Any]]:
+    """Run ``measure(name, trial)`` for every configuration in ``trials`` interleaved rounds
+    (``interleaved_order``); returns each configuration's records in trial order. ``on_done``
+    is called after each measurement (a progress bar's update)."""
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, not {trials}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"configuration names must be unique: {list(names)}")
+    records: dict[str, list[Any]] = {name: [] for name in names}
+    for trial in range(trials):
+        for name in interleaved_order(names, trial):
+            records[name].append(measure(name, trial))
+            if on_done is not None:
+                on_done(name, trial)
+    return records
+
+
+def _t_quantile(df: float) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + CONFIDENCE / 2, df))
+
+
+def _check_rates(label: str, values: Sequence[float]) -> list[float]:
+    values = [float(v) for v in values]
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError(f"{label}: rates must be positive finite numbers, got {values}")
+    return values
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two configurations' rates with its 95% interval. ``trials`` is the number of
+    paired rounds (or the smaller number of trials when unpaired)."""
+
+    ratio: float
+    low: float
+    high: float
+    trials: int
+    paired: bool
+
+    def verdict(self, goal: float) -> str:
+        """``met`` when the interval's low end clears ``goal``, ``not met`` when its high end is
+        below it, ``inconclusive`` otherwise."""
+        if self.low >= goal:
+            return "met"
+        if self.high < goal:
+            return "not met"
+        return "inconclusive"
+
+    def goal(self, goal: float, count: str = "trials") -> dict[str, Any]:
+        """The record of a goal: ``{"ratio", "ci95", "goal", "verdict", count}``."""
+        return {"ratio": self.ratio, "ci95": [self.low, self.high], "goal": goal,
+                "verdict": self.verdict(goal), count: self.trials}
+
+    def __str__(self) -> str:
+        return f"{self.ratio:.2f}x [{self.low:.2f}-{self.high:.2f}]"
+
+
+def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
+    """Rates of A over rates of B (e.g. samples/s per trial). Equal lengths: paired by round,
+    the geometric mean of per-round ratios with a t interval on their logarithms. Unequal
+    lengths: the ratio of geometric means with a Welch interval. One value on a side leaves no
+    spread to estimate: the interval is then unbounded ``[0, inf]`` (``inconclusive``)."""
+    a = [math.log(v) for v in _check_rates("numerator", numerator)]
+    b = [math.log(v) for v in _check_rates("denominator", denominator)]
+    if len(a) == len(b):
+        differences = [x - y for x, y in zip(a, b, strict=True)]
+        centre = statistics.fmean(differences)
+        if len(differences) < 2:
+            return Ratio(math.exp(centre), 0.0, math.inf, len(differences), True)
+        error = statistics.stdev(differences) / math.sqrt(len(differences))
+        half = _t_quantile(len(differences) - 1) * error
+        return Ratio(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
+                     len(differences), True)
+    centre = statistics.fmean(a) - statistics.fmean(b)
+    if min(len(a), len(b)) < 2:
+        return Ratio(math.exp(centre), 0.0, math.inf, min(len(a), len(b)), False)
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    error = math.sqrt(va + vb)
+    if error == 0.0:
+        return Ratio(math.exp(centre), math.exp(centre), math.exp(centre), min(len(a), len(b)), False)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = _t_quantile(df) * error
+    return Ratio(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
+                 min(len(a), len(b)), False)
+
+
+def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """A configuration's typical rate over its trials, the geometric mean, with its 95% t
+    interval (on the logarithms): ``(estimate, low, high)``; one trial gives ``(v, v, v)``."""
+    logs = [math.log(v) for v in _check_rates("rates", values)]
+    centre = statistics.fmean(logs)
+    if len(logs) < 2:
+        return (math.exp(centre),) * 3
+    half = _t_quantile(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def select_best(candidates: Mapping[str, Sequence[float]]) -> str:
+    """The candidate with the highest median rate on its selection trials. Report it from
+    confirmation trials measured afterwards (``ratio`` on those), never from these."""
+    if not candidates:
+        raise ValueError("no candidates to select from")
+    return max(candidates, key=lambda name: statistics.median(candidates[name]))
+
+
+def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
+    """One printable line per goal record (``Ratio.goal``): ratio, interval, goal, verdict."""
+    for name, g in goals.items():
+        low, high = g["ci95"]
+        count = g.get("trials", g.get("launches"))
+        unit = "trials" if "trials" in g else "launches"
+        yield (f"{name}: {g['ratio']:.2f}x, 95% interval [{low:.2f}, {high:.2f}] over {count} "
+               f"{unit} (goal >= {g['goal']}x): {g['verdict']}")
 
 
 def _cpu_model() -> str:
@@ -96,7 +252,6 @@ def save_results(name: str, parameters: dict[str, Any], results: dict[str, Any],
     folder = Path(results_dir) if results_dir else default_results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     document = {
-        "schema": RESULTS_SCHEMA,
         "notebook": name,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),

@@ -6,6 +6,14 @@ import shutil
 from pathlib import Path
 
 
+def record_count(path: str | Path) -> int:
+    """The number of records in the LMDB folder ``path``."""
+    import lmdb
+
+    with lmdb.open(str(path), readonly=True, lock=False, subdir=True) as env:
+        return env.stat()["entries"]
+
+
 def first_records(source: str | Path, dest: str | Path, records: int) -> Path:
     """Copy the first ``records`` records (in key order, as DALI reads them) of the LMDB folder
     ``source`` into the LMDB folder ``dest``, atomically: ``dest`` appears complete or not at

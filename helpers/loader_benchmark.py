@@ -1,21 +1,17 @@
-"""Comparing data loaders that feed one training loop: configurations, alternating trials, the
-time split between the data side and the training side, a background-thread wrapper and a
-compact profile. Notebook 03 defines the loaders and the training loop; this module only
-schedules, times and summarizes them.
+"""Comparing data loaders that feed one training loop: configurations, the timing of one trial,
+the time split between the data side and the training side, and a compact profile. Notebook
+03 defines the loaders and the training loop; ``helpers.benchmarking`` holds the method
+(interleaved trials, ratios with intervals); this module only names and times configurations.
 """
 
 from __future__ import annotations
 
 import cProfile
 import pstats
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
-
-from helpers.benchmarking import summarize
 
 Batches = Iterable[tuple[Any, Any]]  # (images, targets) torch tensors, one loader batch each
 EpochFn = Callable[[], Batches]  # a fresh iterable over one epoch
@@ -23,27 +19,24 @@ EpochFn = Callable[[], Batches]  # a fresh iterable over one epoch
 
 @dataclass(frozen=True)
 class Config:
-    """One way of feeding the training loop. ``batch`` is what the loader delivers per call,
-    ``step`` what one optimizer step trains on (``batch`` is split into ``batch // step``
-    micro-batches)."""
+    """One way of feeding the training loop. ``batch`` is what the loader delivers per call;
+    every optimizer step trains on 64 samples (a larger batch is split into micro-batches)."""
 
     loader: str  # "eager", "capture", "pipeline", "dataloader", "ceiling", "nodes"
     batch: int = 64
-    step: int = 64
     decode: str | None = None  # "cpu" or "gpu"; None: the notebook's default
     threads: int | None = None  # DALI threads; None: the notebook's default
     hw_decoder_load: float | None = None  # None: DALI's default
     labels_in_torch: bool = False  # squeeze and cast the labels in torch instead of DALI
     overlap: str = "none"  # "none" | "thread" (a background Python thread) | "prefetcher"
+    workers: int | None = None  # DataLoader worker processes
     knob: str = "comparison"  # the question this configuration answers
 
     @property
     def name(self) -> str:
         parts = [self.loader, f"b{self.batch}"]
-        if self.step != 64:
-            parts.append(f"steps-of-{self.step}")
         for label, value in (("decode", self.decode), ("threads", self.threads),
-                             ("hw", self.hw_decoder_load)):
+                             ("hw", self.hw_decoder_load), ("workers", self.workers)):
             if value is not None:
                 parts.append(f"{label}={value}")
         if self.labels_in_torch:
@@ -52,31 +45,28 @@ class Config:
             parts.append(f"overlap={self.overlap}")
         return " ".join(parts)
 
-    def with_(self, **changes: Any) -> Config:
-        return replace(self, **changes)
-
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "name": self.name}
 
 
-def alternating(configs: Sequence[Config], trial: int) -> list[Config]:
-    """Trial 0 runs the configurations in order, trial 1 in reverse, and so on: no
-    configuration always runs first (on a colder machine) or last."""
-    return list(configs) if trial % 2 == 0 else list(reversed(configs))
-
-
 def time_epochs(epoch: EpochFn, train: Callable[[Batches], tuple[int, float]], *,
                 warmup: int, timed: int) -> dict[str, Any]:
-    """Run ``warmup + timed`` epochs through ``train`` (which returns samples and the last
-    loss, and synchronizes the device before returning); time the last ``timed``."""
+    """One trial: ``warmup`` untimed epochs, then ``timed`` epochs through ``train`` (which
+    returns samples and the last loss, and synchronizes the device before returning). The
+    trial's rate is the timed samples over the timed seconds: a fixed amount of work."""
     rates: list[float] = []
+    samples_total, seconds_total = 0, 0.0
     loss = float("nan")
     for index in range(warmup + timed):
         start = time.perf_counter()
         samples, loss = train(epoch())
+        seconds = time.perf_counter() - start
         if index >= warmup:
-            rates.append(samples / (time.perf_counter() - start))
-    return {"epoch_samples_per_s": rates, "final_loss": loss}
+            rates.append(samples / seconds)
+            samples_total += samples
+            seconds_total += seconds
+    return {"samples_per_s": samples_total / seconds_total, "epoch_samples_per_s": rates,
+            "timed_samples": samples_total, "final_loss": loss}
 
 
 def time_split(batches: Batches, train_batch: Callable[[Any, Any], Any],
@@ -104,55 +94,6 @@ def time_split(batches: Batches, train_batch: Callable[[Any, Any], Any],
     per_step = step / samples * 1e3
     return {"data_ms_per_step": data_s * per_step, "train_ms_per_step": train_s * per_step,
             "samples": samples}
-
-
-class BackgroundEpochs:
-    """Runs a loader's epochs on ONE background Python thread and hands the batches over
-    through a bounded queue: ``epochs()`` is a drop-in epoch function. The same thread serves
-    every epoch (a capture loop must keep its EvalContext), and each epoch runs to its end on
-    that thread, so a capture loop is never left early."""
-
-    _END = object()
-
-    def __init__(self, epoch: EpochFn, depth: int = 2) -> None:
-        self._epoch = epoch
-        self._requests: queue.Queue[bool] = queue.Queue()
-        self._batches: queue.Queue[Any] = queue.Queue(maxsize=depth)
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while self._requests.get():
-            try:
-                for batch in self._epoch():
-                    self._batches.put(batch)
-                self._batches.put(self._END)
-            except BaseException as error:  # noqa: BLE001 - handed to the consumer, raised there
-                self._batches.put(error)
-
-    def epochs(self) -> Iterator[tuple[Any, Any]]:
-        self._requests.put(True)
-        while (item := self._batches.get()) is not self._END:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    def close(self) -> None:
-        self._requests.put(False)
-        self._thread.join(timeout=30)
-
-
-def results_table(runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per configuration: median samples/s and its min-max range over all timed epochs
-    of all trials."""
-    rows = []
-    for name, run in runs.items():
-        rates = [r for trial in run["trials"] for r in trial["epoch_samples_per_s"]]
-        stats = summarize(rates)
-        rows.append({"config": name, "knob": run["config"]["knob"],
-                     "samples_per_s": stats["median"], "min": stats["min"], "max": stats["max"],
-                     "timed_epochs": stats["n"]})
-    return rows
 
 
 def _short(function: tuple[str, int, str]) -> str:

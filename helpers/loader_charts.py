@@ -70,7 +70,7 @@ def ranked_bars(names: Sequence[str], medians: Sequence[float], lows: Sequence[f
     if reference is not None:
         ax.axvline(reference, color="black", linestyle="--", label="pipeline mode, default")
         ax.legend(fontsize=8, loc="lower right")
-    ax.set_xlabel("training samples / s (median, bars: min-max over timed epochs)")
+    ax.set_xlabel("training samples / s (median, bars: slowest to fastest trial)")
     ax.set_title(title)
     fig.tight_layout()
     return fig

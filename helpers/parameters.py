@@ -29,14 +29,16 @@ def positive_ints(name: str, values: Any) -> list[int]:
 
 
 def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) -> None:
-    """Fail on parameters that the notebook does not declare (papermill itself only warns) or
-    whose type differs from the declared default's (``None`` defaults accept anything)."""
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        raise ParameterError(
-            f"{notebook} has no parameter {', '.join(unknown)}; "
-            f"its parameters are: {', '.join(sorted(declared))}"
-        )
+    """Fail on parameters that the notebook does not declare (papermill itself only warns), with
+    the declared name closest to a mistyped one, or whose type differs from the declared
+    default's (``None`` defaults accept anything). The one check of parameters: the runner
+    (``tools.suite``) calls it before it starts a kernel, and each notebook through
+    :func:`reject_unknown_parameters` under plain papermill."""
+    for name in sorted(set(given) - set(declared)):
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f"; did you mean {close[0]}?" if close else "."
+        raise ParameterError(f"{notebook}: unknown parameter {name}{hint} Its parameters are: "
+                             f"{', '.join(sorted(declared))}")
     for name, value in given.items():
         default = declared[name]
         if default is None or value is None:
@@ -83,10 +85,4 @@ def reject_unknown_parameters(history: Sequence[str], notebook: str = "this note
             declared.update(_assignments(cell))
         except SyntaxError:  # an IPython magic, not Python
             continue
-    given = _assignments(cells[injected[-1]])
-    for name in sorted(set(given) - set(declared)):
-        close = difflib.get_close_matches(name, list(declared), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ParameterError(f"unknown parameter {name}{hint} The parameters of {notebook} are: "
-                             f"{', '.join(sorted(declared))}")
-    check_known(declared, given, notebook)
+    check_known(declared, _assignments(cells[injected[-1]]), notebook)

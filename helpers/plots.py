@@ -8,6 +8,8 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
+from helpers.benchmarking import rate_interval, summarize
+
 
 def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *,
                  errors: Mapping[str, Sequence[tuple[float, float]]] | None = None,
@@ -51,5 +53,63 @@ def per_epoch_lines(series: Mapping[str, Sequence[Sequence[float]]], *, ylabel: 
     ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = {"met": "tab:green", "not met": "tab:red", "inconclusive": "tab:gray"}
+
+
+def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: str,
+                  reference: str | None = None, log: bool = False) -> Figure:
+    """One horizontal bar per configuration, fastest first: the geometric mean over its trials
+    with the 95% interval as an error bar, and each trial as a dot. Configurations whose trials
+    vary by more than ``NOISY_CV`` get a "(noisy)" label. ``reference`` names the configuration
+    drawn as a dashed line; ``log`` uses a log axis (when one bar dwarfs the rest)."""
+    names = sorted(rates, key=lambda n: rate_interval(rates[n])[0], reverse=True)
+    estimates = np.array([rate_interval(rates[n]) for n in names])
+    fig, ax = plt.subplots(figsize=(8.0, 0.34 * len(names) + 1.4))
+    y = np.arange(len(names))
+    ax.barh(y, estimates[:, 0], color="tab:green", alpha=0.75,
+            xerr=[estimates[:, 0] - estimates[:, 1], estimates[:, 2] - estimates[:, 0]],
+            capsize=3, label="geometric mean, 95% interval")
+    for i, name in enumerate(names):
+        ax.plot(rates[name], [i] * len(rates[name]), "k.", markersize=4,
+                label="one trial" if i == 0 else None)
+    labels = [f"{n} (noisy)" if summarize(rates[n])["noisy"] else n for n in names]
+    ax.set_yticks(y, labels, fontsize=9)
+    ax.invert_yaxis()
+    if reference is not None:
+        ax.axvline(rate_interval(rates[reference])[0], color="black", linestyle="--",
+                   label=reference)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figure:
+    """Each goal's ratio with its 95% interval, the goal as a vertical tick, coloured by the
+    verdict (met: the whole interval clears the goal)."""
+    names = list(goals)
+    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(names) + 1.4))
+    for i, name in enumerate(names):
+        g = goals[name]
+        low, high = g["ci95"]  # type: ignore[misc]
+        value = float(g["ratio"])  # type: ignore[arg-type]
+        color = VERDICT_COLORS.get(str(g["verdict"]), "tab:gray")
+        ax.errorbar(value, i, xerr=[[value - low], [high - value]], fmt="o", color=color,
+                    capsize=4)
+        ax.plot([g["goal"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=2)
+        ax.annotate(f"{value:.2f}x ({g['verdict']})", (high, i), xytext=(6, 0),
+                    textcoords="offset points", va="center", fontsize=9)
+    ax.set_yticks(np.arange(len(names)), names, fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("ratio (dot: estimate, bar: 95% interval; black tick: the goal)")
+    ax.set_title(title)
+    ax.margins(x=0.25)
     fig.tight_layout()
     return fig

@@ -23,8 +23,10 @@ from pathlib import Path
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT, relative
 
-# NVLink multicast (NVLS) stays off in every process we start: some GPU hosts (the suite's
-# two-GPU runner among them) do not support it, and NCCL would fail or hang trying it
+# NVLink multicast stays off in every process we start (NCCL's NVLS algorithms, PyTorch's
+# symmetric memory, NVSHMEM): a workaround for GPU hosts without NVLink multicast, the suite's
+# two-GPU runner among them, where NCCL would fail or hang trying it. A value set in the
+# environment wins (launch_environment), so a host with multicast can turn it back on
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                  "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -157,12 +159,12 @@ def _stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
 
 def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: Sequence[str] = (),
                  env: dict[str, str] | None = None, echo: bool = True,
-                 check: bool = True, on_line: Callable[[str], None] | None = None) -> list[Launch]:
+                 on_line: Callable[[str], None] | None = None) -> list[Launch]:
     """Run the commands at the same time (e.g. one torchrun per "node"), each in its own process
     group, echoing their output line by line (prefixed by the label when there are several).
     After ``timeout`` seconds whatever still runs is stopped. When all have ended, every process
-    they started is gone. ``check``: raise :class:`LaunchError` unless all exit with 0.
-    ``on_line`` is called with every line of output as it comes (from a reader thread)."""
+    they started is gone. Raises :class:`LaunchError` unless all exit with 0. ``on_line`` is
+    called with every line of output as it comes (from a reader thread)."""
     env = env or launch_environment()
     labels = list(labels) or [f"launch {i}" for i in range(len(commands))]
     if len(labels) != len(commands):
@@ -206,7 +208,7 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
                           launches)
     failed = [(label, launch) for label, launch in zip(labels, launches, strict=True)
               if launch.returncode]
-    if check and failed:
+    if failed:
         reasons = []
         for label, launch in failed:
             why = [launch.root_cause] if launch.root_cause else []
@@ -220,8 +222,8 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
 
 def run_torchrun(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
                  timeout: float, label: str = "torchrun", echo: bool = True,
-                 check: bool = True, on_line: Callable[[str], None] | None = None) -> Launch:
+                 on_line: Callable[[str], None] | None = None) -> Launch:
     """One torchrun launch on this machine (``--standalone``)."""
     command = torchrun_command(script, script_args, nproc_per_node)
-    return run_launches([command], timeout=timeout, labels=[label], echo=echo, check=check,
+    return run_launches([command], timeout=timeout, labels=[label], echo=echo,
                         on_line=on_line)[0]

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,10 +68,32 @@ def chromium_path() -> Path:
 
 @pytest.fixture(scope="session")
 def gpu_run(request: pytest.FixtureRequest) -> Path:
+    """The output folder of the GPU run under test (`make test-gpu` passes --gpu-run)."""
     path = request.config.getoption("--gpu-run")
     if path is None:
         pytest.skip("GPU tier only: pass --gpu-run DIR (make test-gpu does)")
     return path
+
+
+@pytest.fixture(scope="session")
+def gpu_results(gpu_run: Path) -> Callable[[str], dict[str, Any]]:
+    """``gpu_results(notebook)``: what the notebook recorded in the GPU run. A notebook that the
+    run left out (`make test-gpu ONLY=04`) skips its checks; one that failed fails them, with
+    the runner's description of the failing cell."""
+    log_file = gpu_run / "run.json"
+    assert log_file.is_file(), f"{log_file} is missing: not a folder of `python -m tools.suite run`"
+    log = json.loads(log_file.read_text())
+
+    def load(notebook: str) -> dict[str, Any]:
+        entry = log["notebooks"].get(notebook)
+        if entry is None:
+            pytest.skip(f"{notebook} was not part of this GPU run")
+        assert entry["ok"], f"{notebook} failed on the GPU: {entry['error']}"
+        path = gpu_run / "results" / f"{notebook}.json"
+        assert path.is_file(), f"{notebook} wrote no results: {path}"
+        return json.loads(path.read_text())
+
+    return load
 
 
 def _fingerprint() -> dict[str, str]:

@@ -1,20 +1,124 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
-from helpers.benchmarking import machine_info, machine_label, save_results, summarize
+from helpers.benchmarking import (
+    Ratio,
+    goal_lines,
+    interleaved_order,
+    interleaved_trials,
+    machine_info,
+    machine_label,
+    rate_interval,
+    ratio,
+    save_results,
+    select_best,
+    summarize,
+)
 
 
 def test_summarize() -> None:
     s = summarize([3.0, 1.0, 2.0, 10.0])
     assert s["median"] == 2.5 and s["min"] == 1.0 and s["max"] == 10.0 and s["n"] == 4
     assert s["spread"] == pytest.approx(9.0 / 2.5)
-    assert summarize([5.0])["stdev"] == 0.0
+    assert s["cv"] == pytest.approx(s["stdev"] / 4.0) and s["noisy"]
+    assert summarize([5.0])["stdev"] == 0.0 and not summarize([5.0])["noisy"]
+    assert not summarize([100.0, 101.0, 99.0])["noisy"]
     with pytest.raises(ValueError):
         summarize([])
+
+
+def test_interleaved_order_rotates_every_position() -> None:
+    names = ["a", "b", "c", "d"]
+    orders = [interleaved_order(names, k) for k in range(4)]
+    assert all(sorted(o) == names for o in orders)
+    for name in names:  # each configuration takes each position once over len(names) rounds
+        assert sorted(o.index(name) for o in orders) == [0, 1, 2, 3]
+    assert orders[1] == ["b", "c", "d", "a"]  # rotated by one
+    assert [interleaved_order(["x", "y"], k) for k in range(3)] == [["x", "y"], ["y", "x"], ["x", "y"]]
+    assert interleaved_order([], 3) == []
+
+
+def test_interleaved_trials_runs_rounds_in_that_order() -> None:
+    calls: list[tuple[str, int]] = []
+    records = interleaved_trials(["x", "y"], lambda n, t: calls.append((n, t)) or f"{n}{t}", 3)
+    assert calls == [("x", 0), ("y", 0), ("y", 1), ("x", 1), ("x", 2), ("y", 2)]
+    assert records == {"x": ["x0", "x1", "x2"], "y": ["y0", "y1", "y2"]}
+    with pytest.raises(ValueError, match="unique"):
+        interleaved_trials(["x", "x"], lambda n, t: 0, 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        interleaved_trials(["x"], lambda n, t: 0, 0)
+
+
+def test_paired_ratio_is_the_geometric_mean_of_round_ratios() -> None:
+    r = ratio([200.0, 220.0, 180.0], [100.0, 110.0, 90.0])
+    assert r.paired and r.trials == 3
+    assert r.ratio == pytest.approx(2.0) and r.low == pytest.approx(2.0) and r.high == pytest.approx(2.0)
+    noisy = ratio([210.0, 190.0, 205.0, 195.0, 200.0], [100.0, 100.0, 100.0, 100.0, 100.0])
+    assert noisy.low < noisy.ratio < noisy.high
+    assert noisy.ratio == pytest.approx(math.exp(sum(math.log(v / 100) for v in
+                                                     (210, 190, 205, 195, 200)) / 5))
+
+
+def test_pairing_removes_a_drift_shared_by_both_sides() -> None:
+    # the machine slows down round by round; A is always 1.5x B within a round
+    b = [100.0, 80.0, 60.0, 40.0, 20.0]
+    a = [1.5 * v for v in b]
+    paired = ratio(a, b)
+    assert paired.low == pytest.approx(1.5) and paired.high == pytest.approx(1.5)
+    unpaired = ratio(a, b[:4])  # unequal lengths: no pairing, the drift widens the interval
+    assert not unpaired.paired and unpaired.high - unpaired.low > 1.0
+
+
+def test_verdict_rule_met_not_met_inconclusive() -> None:
+    assert Ratio(1.7, 1.6, 1.8, 5, True).verdict(1.5) == "met"
+    assert Ratio(1.7, 1.5, 1.8, 5, True).verdict(1.5) == "met"  # the low end clears it
+    assert Ratio(1.2, 1.1, 1.3, 5, True).verdict(1.5) == "not met"
+    assert Ratio(1.55, 1.4, 1.7, 5, True).verdict(1.5) == "inconclusive"
+    assert Ratio(1.45, 1.4, 1.7, 5, True).verdict(1.5) == "inconclusive"  # point below, interval not
+    # on synthetic trials: a clear gain, a clear shortfall, and noise straddling the goal
+    base = [100.0, 101.0, 99.0, 100.5, 99.5]
+    assert ratio([2.0 * v for v in base], base).verdict(1.5) == "met"
+    assert ratio([1.2 * v for v in base], base).verdict(1.5) == "not met"
+    straddle = ratio([130.0, 170.0, 150.0, 120.0, 180.0], base)
+    assert straddle.verdict(1.5) == "inconclusive"
+
+
+def test_goal_record_and_its_line() -> None:
+    r = Ratio(1.7, 1.6, 1.8, 5, True)
+    assert r.goal(1.5) == {"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5, "verdict": "met",
+                           "trials": 5}
+    assert "launches" in r.goal(1.9, count="launches")
+    (line,) = goal_lines({"capture / eager": r.goal(1.6)})
+    assert line == ("capture / eager: 1.70x, 95% interval [1.60, 1.80] over 5 trials "
+                    "(goal >= 1.6x): met")
+    assert str(r) == "1.70x [1.60-1.80]"
+
+
+def test_one_trial_gives_no_interval() -> None:
+    r = ratio([200.0], [100.0])
+    assert r.ratio == pytest.approx(2.0) and r.low == 0.0 and r.high == math.inf
+    assert r.verdict(1.5) == "inconclusive"
+
+
+def test_rates_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        ratio([1.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="positive"):
+        rate_interval([])
+
+
+def test_rate_interval_and_selection() -> None:
+    estimate, low, high = rate_interval([100.0, 110.0, 90.0])
+    assert low < estimate < high and estimate == pytest.approx((100 * 110 * 90) ** (1 / 3))
+    assert rate_interval([5.0]) == (pytest.approx(5.0),) * 3
+    assert select_best({"a": [1.0, 9.0, 2.0], "b": [3.0, 3.0, 3.0]}) == "b"  # by the median
+    with pytest.raises(ValueError):
+        select_best({})
 
 
 def test_machine_info_names_what_numbers_depend_on() -> None:

@@ -4,17 +4,17 @@ that they still reproduce)."""
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools.results_table import records
-from tools.suite import notebooks
+from tools.inventory import runtimes
+from tools.suite import INJECTED, notebooks
 
-# the most recently recorded run of the committed notebooks, whatever the file names say
-RECORD = next((p for p, _ in reversed(records()) if p.match("notebooks-*.json")), None)
+# each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
+# as the records state it (whatever their file names say)
+RECORDS = runtimes()[True]
 
 
 def _code_cells(notebook: Path) -> list:
@@ -34,10 +34,26 @@ def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
 def test_outputs_match_the_committed_results(notebook: Path) -> None:
     """The notebook's last output (its headline) is the headline of the committed record, which
     names the GPU it ran on."""
-    assert RECORD, "no results/notebooks-*.json for the committed notebooks"
-    record = json.loads(RECORD.read_text())
+    assert notebook.stem in RECORDS, f"no full-scale record of a GPU machine holds {notebook.stem}"
+    _, record = RECORDS[notebook.stem]
     assert record["machine"]["gpu"], "the committed notebooks must come from a GPU run"
     entry = record["notebooks"][notebook.stem]
     assert entry["parameters"]["device"] == "gpu"
     shown = ast.literal_eval(_code_cells(notebook)[-1].outputs[-1]["data"]["text/plain"])
     assert shown == {k: pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry["headline"].items()}
+
+
+# Run by the H200 run of 2026-11-30, which injected device="gpu". A GPU run with this runner
+# injects nothing (tools.suite.parameters_for): re-run, and the strict xfail says to drop the name
+# here; once the set is empty, remove it with tools.suite's INJECTED and without_injected_parameters.
+INJECTED_BY_AN_OLDER_RUNNER = {"01-getting-started", "02-capture-mode", "04-scaling-out"}
+
+
+@pytest.mark.parametrize("notebook", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="injected by an older runner"))
+    if p.stem in INJECTED_BY_AN_OLDER_RUNNER else p for p in notebooks()], ids=lambda p: p.stem)
+def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:
+    """Run with their own defaults: what a reader's copy runs, and what nbval re-runs."""
+    node = nbformat.read(notebook, as_version=4)
+    assert not [c for c in node.cells if INJECTED in c.metadata.get("tags", [])]
+    assert not node.metadata.get("papermill", {}).get("parameters")

@@ -32,7 +32,6 @@ from urllib.parse import urldefrag
 
 import pytest
 import yaml
-from mkdocs.structure.toc import AnchorLink
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
@@ -349,6 +348,7 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
 def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
     """mkdocs-jupyter drops a heading's code span from its table-of-contents anchor; the hook
     points the entry at the heading's real id (a broken anchor fails the browser test)."""
+    from mkdocs.structure.toc import AnchorLink  # a docs package: `pytest -m gpu` collects without it
 
     spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
     hooks = importlib.util.module_from_spec(spec)

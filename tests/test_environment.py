@@ -121,3 +121,62 @@ def test_committed_notebooks_name_the_suites_kernel() -> None:
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         spec = nbformat.read(notebook, as_version=4).metadata["kernelspec"]
         assert (spec["name"], spec["display_name"]) == ("python3", display), notebook.name
+
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def _workflow(name: str) -> dict:
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def _commands(workflow: dict) -> dict[str, str]:
+    """{job: its `run:` steps, one per line}."""
+    return {job: "\n".join(step["run"] for step in spec.get("steps", []) if "run" in step)
+            for job, spec in workflow["jobs"].items()}
+
+
+def test_ci_workflows_run_what_the_readme_and_ci_run_run() -> None:
+    """CI runs the commands a user runs: the CPU tier and the weekly run call .ci/run (whose last
+    command is the README's `make test`), the GPU tier `make test-gpu`, the docs `make docs`;
+    every make target a workflow or .ci/run calls exists, and the workflows' are in the README."""
+    names = ("cpu.yml", "gpu.yml", "docs.yml", "weekly.yml")
+    assert {p.name for p in WORKFLOWS.glob("*.yml")} == set(names)
+    cpu, gpu, docs, weekly = (_commands(_workflow(n)) for n in names)
+    assert cpu["test"].strip().endswith("bash .ci/run") and "bash .ci/run" in weekly["cpu"]
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    assert ci_run.rstrip().splitlines()[-1] == "make test"
+    assert all("make test-gpu " in gpu[job] for job in ("test-gpu", "two-gpus"))
+    assert "make test-gpu ONLY=04" in gpu["two-gpus"]
+    assert "make docs" in docs["build"]
+    readme_targets = set(re.findall(r"`make ([a-z-]+)", (ROOT / "README.md").read_text()))
+    called = {t for jobs in (cpu, gpu, docs, weekly) for text in jobs.values()
+              for t in re.findall(r"\bmake ([a-z-]+)", text)}
+    assert called <= readme_targets, called - readme_targets
+    assert called | set(re.findall(r"^make ([a-z-]+)", ci_run, re.M)) <= _makefile_targets()
+    assert _workflow("weekly.yml")["jobs"]["gpu"]["uses"] == "./.github/workflows/gpu.yml"
+
+
+def test_the_gpu_tier_runs_on_the_self_hosted_runners_that_the_docs_describe() -> None:
+    gpu = _workflow("gpu.yml")
+    labels = {job: spec["runs-on"] for job, spec in gpu["jobs"].items()}
+    assert labels == {"test-gpu": ["self-hosted", "linux", "gpu"],
+                      "two-gpus": ["self-hosted", "linux", "gpu", "gpu-x2"]}
+    assert "pull_request" not in gpu[True]  # `on:` (YAML 1.1 reads it as true): no fork reaches them
+    custom = {label for names in labels.values() for label in names} - {"self-hosted", "linux"}
+    config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
+    assert set(config["self-hosted-runner"]["labels"]) == custom
+    variables = set(re.findall(r"vars\.([A-Z_0-9]+)", (WORKFLOWS / "gpu.yml").read_text()))
+    running = (ROOT / "docs" / "pages" / "running.md").read_text()
+    missing = {name for name in custom | variables if f"`{name}`" not in running}
+    assert not missing, f"docs/pages/running.md does not explain {sorted(missing)}"
+
+
+def test_only_ci_run_pins_torch() -> None:
+    """One source for the torch pin: .ci/run; the docs point at it and state no version."""
+    files = [ROOT / "Makefile", ROOT / "README.md", ROOT / "environment.yml", *ROOT.glob("requirements*.txt"),
+             *(ROOT / "docs").rglob("*.md"), *WORKFLOWS.glob("*.yml")]
+    pinned = [p.relative_to(ROOT).as_posix() for p in files if re.search(r"torch(vision)?==", p.read_text())]
+    assert not pinned, f"pin torch in .ci/run only: {pinned}"
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^export TORCH=.*torch==[\d.]+ torchvision==[\d.]+", ci_run, re.M)

@@ -34,17 +34,32 @@ def test_getting_started_records_what_it_taught(ci_run) -> None:
     angles = results["random_angles"]
     assert all(-10 <= a <= 10 for a in angles) and len(set(angles)) == len(angles)
     assert results["random_without_batch_size"] == "Tensor"
+    # DALI 2.4.0 returns the whole batch for a range (the notebook shows it); a fix would give 2
+    sizes = results["select_range_batch_sizes"]
+    assert set(sizes) == {"select(slice(0, 2))", "select([0, 1])"}
+    assert all(size in (2, parameters["batch_size"]) for size in sizes.values())
 
 
 @notebook_tests
 def test_getting_started_shows_what_shuffling_does_to_epochs(ci_run) -> None:
-    results = ci_run["01-getting-started"].results["results"]
+    document = ci_run["01-getting-started"].results
+    results, batch_size = document["results"], document["parameters"]["batch_size"]
     images = results["images"]
     epochs = list(results["shuffle_epochs"].values())
-    assert len(epochs) == 4 and all(len(rows) == 3 for rows in epochs)
-    padded = epochs[-1]  # random_shuffle, initial_fill = data set, pad_last_batch
-    assert all(row["distinct photos"] == images for row in padded)
+    assert len(epochs) == 5 and all(len(rows) == 3 for rows in epochs)
+    plain, plain_padded, default_fill, fitted_fill, padded = epochs
+    wrapped = -(-images // batch_size) * batch_size - images  # the last batch takes these from the next pass
+    assert all(row["distinct photos"] == images and row["photos read twice or more"] == wrapped
+               for row in plain)
+    for rows in (plain_padded, padded):  # pad_last_batch: every epoch one pass over the photos
+        assert all(row["distinct photos"] == images for row in rows)
     assert all(row["distinct photos"] <= images for rows in epochs for row in rows)
+    assert default_fill == fitted_fill  # the buffer size changed no count on 21 photos
+
+
+def _check_ratio(record: dict, trials: int) -> None:
+    low, high = record["ci95"]
+    assert low <= record["ratio"] <= high and record["trials"] == trials, record
 
 
 @notebook_tests
@@ -52,14 +67,39 @@ def test_getting_started_times_distinct_images_on_every_decoder(ci_run) -> None:
     document = ci_run["01-getting-started"].results
     results, parameters = document["results"], document["parameters"]
     assert results["speed_distinct_images"] == parameters["speed_images"]
-    decoders = ["cpu"] + ([f"gpu-hw{load:g}" for load in parameters["hw_decoder_loads"]]
-                          if gpu_available() else [])
+    on_gpu = parameters["device"] == "gpu"
+    decoders = ["cpu"] + ([f"gpu-hw{load:g}" for load in parameters["hw_decoder_loads"]] if on_gpu else [])
     rates = results["decode_rates"]
     assert set(rates) == {f"{d}@{n}" for d in decoders for n in parameters["thread_counts"]}
     assert all(len(trial) == parameters["trials"] and min(trial) > 0 for trial in rates.values())
+    assert results["reference_threads"] == (4 if 4 in parameters["thread_counts"]
+                                            else max(parameters["thread_counts"]))
+    assert "cpu_most_over_fewest_threads" in results["ratios"]
+    for record in results["ratios"].values():
+        _check_ratio(record, parameters["trials"])
     headline = document["headline"]
-    reference = 4 if 4 in parameters["thread_counts"] else max(parameters["thread_counts"])
-    assert headline[f"cpu_decode_img_s_{reference}_threads"] > 0
+    assert headline["cpu_decode_img_s"] > 0
+    assert not [key for key in headline if "thread" in key]  # parameter values live in parameters
+    expected = {"cpu_decode_img_s"} | ({"gpu_decode_img_s", "gpu_over_cpu", "best_gpu_decode_img_s",
+                                         "best_gpu_over_cpu", "best_hw_decoder_load",
+                                         "best_gpu_over_best_cpu"} if on_gpu else set())
+    assert set(headline) == expected
+
+
+@notebook_tests
+def test_getting_started_records_its_goal_with_its_interval(ci_run) -> None:
+    document = ci_run["01-getting-started"].results
+    results, parameters = document["results"], document["parameters"]
+    goals = results["goals"]
+    if parameters["device"] != "gpu":
+        assert goals == {}  # the goal compares the GPU with the CPU
+        return
+    (name, goal), = goals.items()
+    assert name == f"hardware-decoder GPU / CPU decode at {results['reference_threads']} threads"
+    _check_ratio(goal, parameters["trials"])
+    assert goal["goal"] == 8 and goal["ratio"] == results["ratios"]["best_gpu_over_cpu"]["ratio"]
+    low, high = goal["ci95"]
+    assert goal["verdict"] == ("met" if low >= 8 else "not met" if high < 8 else "inconclusive")
 
 
 @notebook_tests
@@ -74,9 +114,8 @@ def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
 
     assert "Skipped: Step 7" in output_of('skip_message("Step 7")')
     assert "Skipped: Step 8" in output_of('skip_message("Step 8")')
-    assert "Skipped: Timing the GPU decoder" in output_of('skip_message("Timing the GPU decoder")')
-    cpu_timings = output_of('rates["CPU", n] = timed(')
-    assert "Skipped" not in cpu_timings and "CPU," in cpu_timings
+    sweep = output_of('rates = interleaved_trials(sweep')
+    assert "Skipped: Timing the GPU decoder" in sweep and "sweep: round 1 of" in sweep
 
 
 @notebook_tests
@@ -86,6 +125,7 @@ def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
     ({"image_dir": "/no/such/folder"}, "image folder /no/such/folder does not exist"),
     ({"speed_batch_size": 65}, "speed_batch_size=65 is larger than speed_images=64"),
     ({"hw_decoder_loads": [0.5, 2.0]}, "hw_decoder_loads must be a non-empty list of numbers in [0, 1]"),
+    ({"trials": 1}, "parameter trials must be at least 2, not 1: a 95% interval needs two trials"),
 ])
 def test_bad_parameter_values_fail_with_their_name(tmp_path: Path, parameters, message) -> None:
     run = suite.run_notebook(NOTEBOOK, tmp_path, parameters)

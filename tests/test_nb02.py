@@ -30,18 +30,42 @@ def test_capture_mode_matches_eager_and_learns(ci_run) -> None:
     document = ci_run["02-capture-mode"].results
     results, headline, parameters = document["results"], document["headline"], document["parameters"]
     assert results["identical_batches"] is True
-    assert headline["eager_samples_per_s"] > 0 and headline["capture_samples_per_s"] > 0
-    for mode in ("eager", "capture"):
-        runs = results["runs"][mode]
-        assert len(runs) == parameters["trials"]
-        assert all(len(r["epoch_samples_per_s"]) == parameters["epochs"] - 1 for r in runs)
-        assert all(len(r["losses"]) == parameters["epochs"] for r in runs)
-        assert all(r["losses"][-1] < r["losses"][0] for r in runs)
-    eager, capture = results["runs"]["eager"], results["runs"]["capture"]
-    for e, c in zip(eager, capture, strict=True):
-        assert e["losses"] == pytest.approx(c["losses"], rel=1e-5)
+    training = results["training"]
+    assert set(training) == {"eager", "capture"}
+    for mode, run in training.items():
+        assert len(run["epoch_samples_per_s"]) == parameters["epochs"] - 1  # the first is a warm-up
+        assert len(run["losses"]) == parameters["epochs"]
+        assert run["losses"][-1] < run["losses"][0]
+        assert headline[f"{mode}_samples_per_s"] > 0
+    assert training["eager"]["losses"] == pytest.approx(training["capture"]["losses"], rel=1e-5)
     assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
         headline["last_epoch_mean_loss_capture"], rel=1e-5)
+    expected = {"eager_samples_per_s", "capture_samples_per_s", "capture_over_eager",
+                "last_epoch_mean_loss_eager", "last_epoch_mean_loss_capture", "test_accuracy_eager",
+                "test_accuracy_capture"}
+    if parameters["device"] == "gpu":
+        expected |= {"capture_cpu_decode_samples_per_s", "capture_gpu_decode_samples_per_s",
+                     "gpu_decode_over_cpu_decode"}
+    assert set(headline) == expected
+
+
+@notebook_tests
+def test_capture_mode_records_its_goals_with_their_intervals(ci_run) -> None:
+    document = ci_run["02-capture-mode"].results
+    results, headline, parameters = document["results"], document["headline"], document["parameters"]
+    (name, goal), = results["goals"].items()
+    assert name == "capture / eager" and goal["goal"] == 1.6
+    low, high = goal["ci95"]
+    assert low <= goal["ratio"] <= high and goal["trials"] == parameters["epochs"] - 1
+    assert goal["verdict"] == ("met" if low >= 1.6 else "not met" if high < 1.6 else "inconclusive")
+    # the headline ratio is the goal's, and the ratio of the two modes' geometric means
+    assert headline["capture_over_eager"] == pytest.approx(goal["ratio"])
+    assert goal["ratio"] == pytest.approx(headline["capture_samples_per_s"] / headline["eager_samples_per_s"])
+    assert results["ratios"]["capture_over_eager"] == {"ratio": goal["ratio"], "ci95": goal["ci95"],
+                                                       "trials": goal["trials"]}
+    equality = results["equality_goal"]
+    assert equality["verdict"] == "met" and equality["test_accuracy"] == results["test_accuracies"]
+    assert equality["largest_epoch_loss_gap"] == results["largest_epoch_loss_gap"] <= 1e-4
 
 
 @notebook_tests
@@ -52,8 +76,19 @@ def test_held_out_accuracy_is_recorded_and_equal_in_both_modes(ci_run) -> None:
     assert accuracies["eager"] == accuracies["capture"]
     assert headline["test_accuracy_eager"] == headline["test_accuracy_capture"]
     assert 0.5 < headline["test_accuracy_eager"] <= 1.0  # 10 classes: chance is 0.1
+    assert {mode: run["test_accuracy"] for mode, run in results["training"].items()} == accuracies
     if results["embedded_data"]:
         assert results["test_digits"] == 1000
+
+
+@notebook_tests
+def test_shards_move_on_each_epoch_unless_told_to_stick(ci_run) -> None:
+    demo = ci_run["02-capture-mode"].results["results"]["shard_demo"]
+    (first, second), (stuck, stuck_2), (padded, padded_2) = demo.values()
+    assert first == stuck == padded  # every reader starts on shard 0
+    assert second != first  # by default, epoch 2 reads the next shard
+    assert stuck_2 != stuck  # stick_to_shard alone: the last batch wrapped into the shard's start
+    assert padded_2 == padded  # stick_to_shard and pad_last_batch: the same records every epoch
 
 
 @notebook_tests
@@ -64,8 +99,9 @@ def test_capture_rules_recorded_with_evidence(ci_run) -> None:
     assert results["capture_rules_demo"] == {
         "rotate_with_global": ["Image"], "rotate_with_invariant": ["Image", "Uniform", "Rotate"]}
     assert "Cannot change batch size" in results["batch_size_change_error"]
-    if not gpu_available():
+    if ci_run["02-capture-mode"].results["parameters"]["device"] != "gpu":
         assert results["decode_placement"] == {"cpu": [], "gpu": []}
+        assert "gpu_decode_over_cpu_decode" not in results["ratios"]
 
 
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
@@ -73,6 +109,12 @@ def test_capture_rules_recorded_with_evidence(ci_run) -> None:
 def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
     run = suite.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
     assert not run.ok and "GPUUnavailableError" in run.error and 'device="cpu"' in run.error
+
+
+@notebook_tests
+def test_too_few_epochs_for_an_interval_fail_with_their_name(tmp_path: Path) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {"placement_epochs": 2})
+    assert not run.ok and "epochs and placement_epochs must be at least 3" in run.error
 
 
 def test_the_inline_model_is_the_helpers_model() -> None:

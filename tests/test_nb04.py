@@ -15,9 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers.benchmarking import interleaved_order, rate_interval, ratio
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_available
-from helpers.lmdb_subset import first_records
+from helpers.lmdb_subset import first_records, record_count
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.torchrun import (
@@ -63,42 +64,102 @@ def test_ci_run_has_no_errors_and_ends_with_the_headline(run04) -> None:
     assert workdirs and not [w for w in workdirs if (REPO_ROOT / w).exists()], "workdir left behind"
 
 
+def _check_coverage(run: dict) -> None:
+    for epoch in run["epochs"]:
+        c = epoch["coverage"]
+        assert c["complete"] and c["distinct"] == c["data_set"] == run["data_set"]
+        assert c["shared_between_ranks"] == 0
+        assert c["samples"] == run["steps_per_epoch"] * run["global_batch_size"]
+        assert c["duplicates"] == c["samples"] - c["data_set"]
+        assert len(c["per_rank"]) == run["world_size"]
+        assert len(set(c["per_rank"])) == 1  # padding gives every rank the same steps
+
+
 @pytest.mark.notebook
-def test_ranks_together_saw_every_record_once(run04) -> None:
+def test_the_debug_check_saw_every_record_once_and_shards_rotate(run04) -> None:
     document = run04.results
-    runs, processes = document["results"]["runs"], document["parameters"]["processes"]
+    checked, parameters = document["results"]["coverage_check"], document["parameters"]
     assert document["parameters"]["device"] == "cpu" or gpu_available()
-    assert [runs[k]["world_size"] for k in ("single", "multi", "single_global")] == [1, processes, 1]
-    assert runs["multi"]["global_batch_size"] == runs["single_global"]["global_batch_size"]
-    for run in runs.values():
-        assert run["data_set"] == document["parameters"]["records"]
-        assert len(run["epochs"]) == document["parameters"]["epochs"]
-        for epoch in run["epochs"]:
-            c = epoch["coverage"]
-            assert c["complete"] and c["distinct"] == c["data_set"] == run["data_set"]
-            assert c["shared_between_ranks"] == 0
-            assert c["samples"] == run["steps_per_epoch"] * run["global_batch_size"]
-            assert c["duplicates"] == c["samples"] - c["data_set"]
-            assert len(c["per_rank"]) == run["world_size"]
-            assert len(set(c["per_rank"])) == 1  # padding gives every rank the same steps
+    assert checked["coverage_checked"] and not checked["stick_to_shard"]
+    assert checked["world_size"] == parameters["processes"]
+    assert checked["data_set"] == min(parameters["demo_records"], parameters["records"])
+    _check_coverage(checked)
+    world = checked["world_size"]
+    # DALI's default: every rank moves on to the next shard after each epoch
+    assert [e["coverage"]["shard_of_rank"] for e in checked["epochs"]] == [
+        [(rank + epoch) % world for rank in range(world)] for epoch in range(len(checked["epochs"]))]
+
+
+@pytest.mark.notebook
+def test_timed_launches_alternate_and_skip_the_bookkeeping(run04) -> None:
+    document = run04.results
+    runs, parameters = document["results"]["runs"], document["parameters"]
+    names = ["single", "multi", "single_global"]
+    assert list(runs) == names
+    assert document["results"]["launch_order"] == [
+        [k, name] for k in range(parameters["launches"]) for name in interleaved_order(names, k)]
+    for name, world in zip(names, (1, parameters["processes"], 1), strict=True):
+        assert len(runs[name]) == parameters["launches"]
+        for run in runs[name]:
+            assert run["world_size"] == world and run["data_set"] == parameters["records"]
+            assert len(run["epochs"]) == parameters["epochs"]
+            assert not run["coverage_checked"]
+            assert all(e["coverage"] is None for e in run["epochs"])
+            assert run["timed_steps"] == (parameters["epochs"] - 1) * run["steps_per_epoch"]
+            timed = run["epochs"][1:]  # the warm-up epoch is left out
+            assert run["samples_per_s"] == pytest.approx(
+                sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed))
+    assert runs["single"][0]["global_batch_size"] == parameters["batch_size"]
+    assert runs["multi"][0]["global_batch_size"] == runs["single_global"][0]["global_batch_size"]
 
 
 @pytest.mark.notebook
 def test_processes_learn_like_one(run04) -> None:
     document = run04.results
-    runs, headline = document["results"]["runs"], document["headline"]
-    for run in runs.values():
-        assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
-        assert run["captured_operators"][:4] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize"]
-    assert headline["accuracy_single"] == runs["single_global"]["held_out_accuracy"]
-    assert headline["accuracy_multi"] == runs["multi"]["held_out_accuracy"]
+    runs, headline, parameters = document["results"]["runs"], document["headline"], document["parameters"]
+    for launches in runs.values():
+        for run in launches:
+            assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
+            assert run["captured_operators"][:4] == ["Image", "Uniform", "Rotate",
+                                                     "CropMirrorNormalize"]
+    accuracy = document["results"]["accuracy"]
+    for key, name in (("accuracy_single", "single_global"), ("accuracy_multi", "multi")):
+        per_launch = [run["held_out_accuracy"] for run in runs[name]]
+        assert accuracy["per_launch"][name] == per_launch
+        assert headline[key] == pytest.approx(sum(per_launch) / len(per_launch))
     gap = abs(headline["accuracy_multi"] - headline["accuracy_single"]) * 100
-    assert gap <= document["parameters"]["accuracy_tolerance"]
+    assert accuracy["gap_points"] == pytest.approx(gap)
+    assert accuracy["within"] and gap <= parameters["accuracy_tolerance"]
     assert headline["accuracy_multi"] > 0.5  # far above chance (10 classes)
-    stats = document["results"]["throughput"]
-    assert headline["speedup_weak"] == pytest.approx(stats["multi"]["median"] / stats["single"]["median"])
-    assert headline["speedup_strong"] == pytest.approx(
-        stats["multi"]["median"] / stats["single_global"]["median"])
+
+
+@pytest.mark.notebook
+def test_scaling_ratios_come_with_intervals_and_verdicts(run04) -> None:
+    document = run04.results
+    results, headline, parameters = document["results"], document["headline"], document["parameters"]
+    rates = {name: [run["samples_per_s"] for run in launches]
+             for name, launches in results["runs"].items()}
+    (name, goal), = results["goals"].items()
+    # no parameter value in the name: the batch size and process count are parameters
+    assert str(parameters["batch_size"]) not in name and f"{parameters['processes']} " not in name
+    assert set(goal) == {"ratio", "ci95", "goal", "verdict", "launches"}
+    low, high = goal["ci95"]
+    assert low <= goal["ratio"] <= high
+    assert goal["launches"] >= parameters["launches"]
+    assert goal["goal"] == pytest.approx(0.95 * parameters["processes"])
+    weak = ratio(rates["multi"], rates["single"])  # paired by round
+    assert goal == weak.goal(goal["goal"], count="launches")
+    assert goal["verdict"] == ("met" if low >= goal["goal"] else
+                               "not met" if high < goal["goal"] else "inconclusive")
+    assert headline["speedup_weak"] == pytest.approx(goal["ratio"])
+    strong = results["strong_scaling"]
+    assert strong["ci95"][0] <= strong["ratio"] <= strong["ci95"][1]
+    assert strong["launches"] >= parameters["launches"]
+    assert strong["ratio"] == pytest.approx(ratio(rates["multi"], rates["single_global"]).ratio)
+    assert headline["speedup_strong"] == pytest.approx(strong["ratio"])
+    for key, name in (("samples_per_s_single", "single"), ("samples_per_s_multi", "multi")):
+        assert headline[key] == pytest.approx(rate_interval(rates[name])[0])
+        assert results["throughput"][name]["n"] == parameters["launches"]
 
 
 @pytest.mark.notebook
@@ -112,18 +173,23 @@ def test_a_dying_rank_fails_the_launch_and_writes_nothing(run04) -> None:
 
 
 @pytest.mark.notebook
-def test_two_nodes_met_at_one_rendezvous(run04) -> None:
-    two = run04.results["results"]["two_nodes"]
-    assert two["world_size"] == 2 and two["backend"] == "gloo"
-    assert two["data_set"] == run04.results["parameters"]["two_node_records"]
-    assert all(e["coverage"]["complete"] and e["coverage"]["per_rank"] == [two["data_set"] // 2] * 2
-               for e in two["epochs"])
+def test_two_nodes_met_at_one_rendezvous_and_stuck_to_their_shards(run04) -> None:
+    two, parameters = run04.results["results"]["two_nodes"], run04.results["parameters"]
+    assert two["world_size"] == 2 and two["backend"] == "gloo" and two["stick_to_shard"]
+    assert two["data_set"] == min(parameters["demo_records"], parameters["records"])
+    _check_coverage(two)
+    assert all(e["coverage"]["per_rank"] == [two["data_set"] // 2] * 2 for e in two["epochs"])
+    assert [e["coverage"]["shard_of_rank"] for e in two["epochs"]] == [[0, 1]] * len(two["epochs"])
 
 
 @pytest.mark.notebook
-def test_too_few_processes_is_refused_by_name(tmp_path: Path) -> None:
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
-    assert not run.ok and "parameter processes must be at least 2" in run.error
+@pytest.mark.parametrize("name,value,message", [
+    ("processes", 1, "parameter processes must be at least 2"),
+    ("records", 10**9, "records: use at most"),
+])
+def test_bad_parameters_are_refused_by_name(tmp_path: Path, name, value, message) -> None:
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), name: value})
+    assert not run.ok and message in run.error
 
 
 # --- the script's refusals ------------------------------------------------------------------
@@ -261,6 +327,7 @@ def test_first_records_copies_a_prefix(tmp_path: Path) -> None:
 
     with lmdb.open(str(small), readonly=True, lock=False) as env:
         assert env.stat()["entries"] == 10
+    assert record_count(small) == 10 and record_count(source) > 10
     with pytest.raises(ValueError, match="fewer than"):
         first_records(small, tmp_path / "more", 11)
     assert not (tmp_path / "more").exists()

@@ -12,10 +12,6 @@ import pytest
 
 from helpers.paths import REPO_ROOT
 
-# Files committed before the rule held. The final H200 run refreshes them: then empty this list
-# (the test fails on an entry that has become clean, so that the list only ever shrinks).
-KNOWN_EXCEPTIONS: set[str] = set()
-
 MACHINE_FOLDERS = sorted({str(REPO_ROOT), str(Path.home()), tempfile.gettempdir(),
                           "/tmp", "/root", "/home", "/work", "/Users", "/var/folders"},
                          key=len, reverse=True)
@@ -26,7 +22,7 @@ ABSOLUTE = re.compile(r"(?<![\w/.~$-])(?:" + "|".join(re.escape(f) for f in MACH
 
 def committed_files(root: Path = REPO_ROOT) -> list[Path]:
     patterns = ("notebooks/**/*.ipynb", "results/*.json", "docs/**/*.md", "docs/**/*.yml",
-                "README.md", "data/README.md")
+                "README.md", "data/README.md", ".github/**/*.yml", ".github/*.yaml")
     return sorted({p for pattern in patterns for p in root.glob(pattern)
                    if ".ipynb_checkpoints" not in p.parts})
 
@@ -45,16 +41,8 @@ def machine_paths(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
 def test_no_absolute_path_of_the_machine(path: Path) -> None:
-    name = path.relative_to(REPO_ROOT).as_posix()
     found = machine_paths(path)
-    if name in KNOWN_EXCEPTIONS:
-        assert found, f"{name} is clean now: remove it from KNOWN_EXCEPTIONS"
-        pytest.xfail(f"known exception until the H200 run refreshes it: {found[:3]}")
-    assert not found, f"{name} holds absolute paths of a machine: {found[:5]}"
-
-
-def test_known_exceptions_are_committed_files() -> None:
-    assert KNOWN_EXCEPTIONS <= {p.relative_to(REPO_ROOT).as_posix() for p in committed_files()}
+    assert not found, f"{path.relative_to(REPO_ROOT)} holds absolute paths of a machine: {found[:5]}"
 
 
 def test_the_check_finds_machine_paths_and_spares_the_rest(tmp_path: Path) -> None:

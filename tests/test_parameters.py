@@ -19,9 +19,12 @@ def test_known_parameters_of_the_right_type_pass() -> None:
                            "flag": True}, "nb.ipynb")
 
 
-def test_an_unknown_parameter_is_named() -> None:
-    with pytest.raises(ParameterError, match="nb.ipynb has no parameter batchsize"):
+def test_an_unknown_parameter_is_named_with_the_closest_declared_one() -> None:
+    with pytest.raises(ParameterError, match="nb.ipynb: unknown parameter batchsize; did you mean "
+                                             "batch_size[?] Its parameters are: batch_size, device"):
         check_known(DECLARED, {"batchsize": 4}, "nb.ipynb")
+    with pytest.raises(ParameterError, match=r"unknown parameter zzz\. Its parameters are"):
+        check_known(DECLARED, {"zzz": 4}, "nb.ipynb")
 
 
 @pytest.mark.parametrize("name,value", [("batch_size", "8"), ("batch_size", 8.0),

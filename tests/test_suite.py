@@ -58,20 +58,78 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     assert recorded["output_path"] == str(run.executed)
 
 
-def test_paths_inside_the_checkout_are_recorded_relative(tmp_path: Path) -> None:
+def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """`make test-gpu` on a GPU machine: --device gpu where the notebook's "auto" picks the GPU
+    anyway. Papermill is handed nothing, so the executed notebook has no injected cell; run.json
+    states scale, device, what papermill was handed, the command and the commit, and the record
+    made from the folder carries them per notebook. Paths inside the checkout are relative."""
+    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path)
+    monkeypatch.setattr(suite, "resolve_device", lambda device: "gpu")
+    notebook = _notebook(tmp_path / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
+    node = nbformat.read(notebook, as_version=4)
+    node.cells[0].source += '\ndevice = "auto"'
+    nbformat.write(node, notebook)
     out = suite.default_out_dir("test-paths")
     try:
-        notebook = _notebook(tmp_path / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
-        run = suite.run_notebook(notebook, out, {})
-        recorded = nbformat.read(run.executed, as_version=4).metadata["papermill"]
+        [run] = suite.run_suite("gpu", "full", out, command="python -m tools.suite run --device gpu")
+        assert run.ok, run.error
+        executed = nbformat.read(run.executed, as_version=4)
+        assert not [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        recorded = executed.metadata["papermill"]
+        assert recorded["parameters"] == {}
         assert recorded["output_path"] == run.executed.relative_to(REPO_ROOT).as_posix()
-        assert not recorded["output_path"].startswith("/")
+        log = json.loads((out / "run.json").read_text())
+        assert (log["scale"], log["device"]) == ("full", "gpu")
+        entry = log["notebooks"]["10-paths"]
+        assert entry["parameters"] == {}
+        assert entry["command"] == "python -m tools.suite run --device gpu"
+        assert entry["commit"] == suite.git_commit() != ""
+        (out / "results" / "10-paths.json").write_text(json.dumps(
+            {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": "X"}, "parameters": {"device": "gpu"},
+             "headline": {}, "results": {}}))
+        record = json.loads(suite.write_record(out, tmp_path / "r.json").read_text())
+        assert record["notebooks"]["10-paths"]["run"] == {
+            "scale": "full", "device": "gpu", "parameters": {},
+            "command": "python -m tools.suite run --device gpu", "commit": entry["commit"]}
     finally:
         shutil.rmtree(out)
 
 
+def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    with pytest.raises(SystemExit, match="no results JSON"):
+        suite.write_record(tmp_path, tmp_path / "r.json")
+    (tmp_path / "results" / "01-x.json").write_text("{}")
+    with pytest.raises(SystemExit, match="run.json is missing: a record states how each notebook was run"):
+        suite.write_record(tmp_path, tmp_path / "r.json")
+
+
+def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(suite, "REPO_ROOT", tmp_path)
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    (run / "results" / "04-x.json").write_text(json.dumps(
+        {"created": "2026-12-01T10:00:00+00:00", "machine": {"gpu": "NVIDIA H200", "gpu_count": 2},
+         "parameters": {}, "headline": {}, "results": {}}))
+    (run / "run.json").write_text(json.dumps({"scale": "full", "device": "gpu", "notebooks": {}}))
+    assert suite.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
+    with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
+        suite.write_record(run)
+
+
+def test_the_commit_outside_git_is_unknown(tmp_path: Path) -> None:
+    assert suite.git_commit(tmp_path) == "unknown"
+
+
+def test_the_command_line_holds_no_path_of_the_machine(tmp_path: Path) -> None:
+    line = suite.command_line(["run", "--out", str(REPO_ROOT / "build" / "x"),
+                               "--to", str(tmp_path / "r.json")])
+    assert line == "python -m tools.suite run --out build/x --to .../r.json"
+
+
 @pytest.mark.parametrize("parameters,message", [
-    ({"answr": 1}, "has no parameter answr"),
+    ({"answr": 1}, "unknown parameter answr; did you mean answer?"),
     ({"answer": "42"}, "parameter answer must be of type int"),
 ])
 def test_bad_parameters_stop_the_run_before_execution(tmp_path: Path, parameters, message) -> None:
@@ -94,16 +152,37 @@ def test_each_run_gets_its_own_folder(tmp_path: Path, monkeypatch) -> None:
     assert folders[0].name == "run-20261130-120000"
 
 
-def test_scales_come_from_the_notebook_metadata() -> None:
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu-machine", "gpu-machine"])
+def test_papermill_is_handed_only_what_changes_the_defaults(monkeypatch, gpu: bool) -> None:
+    """The scales come from each notebook's metadata; a value equal to the default, or the
+    device that "auto" resolves to on the machine, is not injected (`make test-gpu` on a GPU
+    machine injects nothing: the executed notebooks have no injected cell)."""
+    here = "gpu" if gpu else "cpu"
+    monkeypatch.setattr(suite, "resolve_device", lambda device: here if device == "auto" else device)
     for notebook in suite.notebooks():
         declared = suite.declared_parameters(notebook)
         scales = suite.suite_metadata(notebook)["scales"]
         assert {"ci", "bench"} <= set(scales), notebook.name
+        assert declared["device"] == "auto", notebook.name
         for scale in suite.SCALES:
-            parameters = suite.parameters_for(notebook, scale, "cpu")
-            assert parameters == {**scales.get(scale, {}), "device": "cpu"}
-            suite.check_known(declared, parameters, notebook.name)
-        assert suite.parameters_for(notebook, "full", "auto") == {}
+            changed = {k: v for k, v in scales.get(scale, {}).items() if declared[k] != v}
+            assert suite.parameters_for(notebook, scale, here) == changed
+            assert suite.parameters_for(notebook, scale, "auto") == changed
+            other = "cpu" if gpu else "gpu"
+            assert suite.parameters_for(notebook, scale, other) == {**changed, "device": other}
+            suite.check_known(declared, changed, notebook.name)
+        assert suite.parameters_for(notebook, "full", here) == {}
+
+
+def test_bad_parameters_of_a_scale_stop_the_suite_before_any_kernel(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path)
+    notebook = _notebook(tmp_path / "12-scale.ipynb", "open('ran', 'w').write('yes')")
+    node = nbformat.read(notebook, as_version=4)
+    node.metadata["dali_tutorials"] = {"scales": {"ci": {"answr": 7}}}
+    nbformat.write(node, notebook)
+    with pytest.raises(SystemExit, match="12-scale.ipynb: unknown parameter answr; did you mean answer"):
+        suite.run_suite("auto", "ci", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "ran").exists()
 
 
 def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
@@ -126,35 +205,6 @@ def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> N
     assert copies[0].read_text() == "my work"
     suite.copy_notebooks(tmp_path, fresh=True)
     assert copies[0].read_text() != "my work"
-
-
-def test_a_record_carries_each_notebooks_wall_time(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    (run / "results").mkdir(parents=True)
-    document = {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": None}, "parameters": {},
-                "headline": {"h": 1}, "results": {}}
-    (run / "results" / "01-x.json").write_text(json.dumps(document))
-    (run / "run.json").write_text(json.dumps({"notebooks": {"01-x": {"seconds": 12.5, "ok": True}}}))
-    record = json.loads(suite.write_record(run, tmp_path / "r.json").read_text())
-    assert record["notebooks"]["01-x"]["seconds"] == 12.5 and record["date"] == "2026-11-30"
-
-
-@pytest.mark.notebook
-def test_two_runs_at_once_do_not_clobber_each_other(tmp_path: Path) -> None:
-    """Two headless runs side by side: each has its own folder and both succeed."""
-    command = [sys.executable, "-m", "tools.suite", "run", "--only", "01", "--scale", "ci"]
-    processes = [subprocess.Popen([*command, "--out", str(tmp_path / name)], text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for name in ("first", "second")]
-    outputs = [p.communicate(timeout=600)[0] for p in processes]
-    assert [p.returncode for p in processes] == [0, 0], outputs
-    created = [json.loads((tmp_path / n / "results" / "01-getting-started.json").read_text())["created"]
-               for n in ("first", "second")]
-    assert all(created)
-    for name, output in zip(("first", "second"), outputs, strict=True):
-        assert str(tmp_path / name / "notebooks") in output
-        log = json.loads((tmp_path / name / "run.json").read_text())
-        assert log["notebooks"]["01-getting-started"]["seconds"] > 0
 
 
 @pytest.mark.slow

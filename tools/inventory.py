@@ -4,10 +4,12 @@
     python -m tools.inventory --check  # exit 1 if README.md's table is out of date
 
 Each notebook carries ``metadata["dali_tutorials"] = {"title", "learn", "needs_gpu", "scales"}``
-(``scales``: the runner's per-scale parameters). Runtimes are measured, never typed: the H200
-column is papermill's ``duration`` of the committed, executed notebook; the 2-CPU-core column is
-``notebooks.<notebook>.seconds`` of the newest ``results/cpu-*.json`` record. The docs hook
-(docs/hooks.py) shows the same table on the site's landing page.
+(``scales``: the runner's per-scale parameters; ``headline``: see ``tools.results_table``).
+Runtimes are measured, never typed: ``notebooks.<notebook>.seconds`` of the newest record that
+holds the notebook, made at full scale (the notebooks' defaults) on a machine without a GPU, and
+of the newest such record of a machine with a GPU, as the records state them (``machine``,
+``notebooks.<notebook>.run.scale``), whatever their file names; the heading names the machines.
+The docs hook (docs/hooks.py) shows the same table on the site's landing page.
 """
 
 from __future__ import annotations
@@ -20,12 +22,11 @@ from typing import Any
 
 from helpers.paths import REPO_ROOT
 from tools import readme_blocks
-from tools.results_table import records
+from tools.results_table import has_gpu, machine_heading, newest_per_notebook, records, run_facts
 
 BLOCK = "inventory"
 KEY = "dali_tutorials"
 REQUIRED = ("title", "learn", "needs_gpu")
-CPU_RECORDS = "cpu-*.json"
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,6 @@ class Entry:
     title: str
     learn: str
     needs_gpu: str
-    h200_seconds: float | None  # papermill's duration of the committed run, if executed
 
     @property
     def number(self) -> str:
@@ -56,22 +56,20 @@ def read_metadata(path: Path) -> dict[str, Any]:
     if missing:
         raise ValueError(f"{path.name}: metadata[{KEY!r}] lacks {', '.join(missing)}; the notebook "
                          f"inventory is read from there (keys: {', '.join(REQUIRED)}, scales)")
-    return dict(meta, papermill=notebook["metadata"].get("papermill") or {})
+    return dict(meta)
 
 
 def read_entry(path: Path) -> Entry:
     meta = read_metadata(path)
-    return Entry(path=path, title=meta["title"], learn=meta["learn"], needs_gpu=meta["needs_gpu"],
-                 h200_seconds=meta["papermill"].get("duration"))
+    return Entry(path=path, title=meta["title"], learn=meta["learn"], needs_gpu=meta["needs_gpu"])
 
 
-def cpu_runtimes(root: Path = REPO_ROOT) -> tuple[Path | None, dict[str, float]]:
-    """The newest 2-CPU-core record and each notebook's ``seconds`` in it."""
-    found = [(p, r) for p, r in records(root / "results") if p.match(CPU_RECORDS)]
-    if not found:
-        return None, {}
-    path, record = found[-1]
-    return path, {name: nb["seconds"] for name, nb in record["notebooks"].items() if "seconds" in nb}
+def runtimes(root: Path = REPO_ROOT) -> dict[bool, dict[str, tuple[Path, dict[str, Any]]]]:
+    """``{has a GPU: {notebook: (path, record)}}``: for each notebook the newest record made at
+    full scale (every notebook's ``run.scale``) on such a machine that holds it."""
+    full = [(p, r) for p, r in records(root / "results") if r.get("notebooks")
+            and all(run_facts(e)["scale"] == "full" for e in r["notebooks"].values())]
+    return {gpu: newest_per_notebook([(p, r) for p, r in full if has_gpu(r) == gpu]) for gpu in (False, True)}
 
 
 def duration(seconds: float | None) -> str:
@@ -86,25 +84,32 @@ def _cell(text: str) -> str:
 
 def render_inventory(root: Path = REPO_ROOT) -> str:
     """The table (Markdown) with one row per notebook, and where its runtimes come from."""
-    record, cpu = cpu_runtimes(root)
-    lines = ["| # | Notebook | What you learn | Needs a GPU? | Runtime: 2 CPU cores / H200 |",
+    found = runtimes(root)
+    columns = [found[False], found[True]]  # without a GPU, with one
+
+    def seconds(column: dict[str, tuple[Path, dict[str, Any]]], notebook: str) -> float | None:
+        return column[notebook][1]["notebooks"][notebook].get("seconds") if notebook in column else None
+
+    used = [{path.name: (path, record) for path, record in column.values()} for column in columns]
+    machines = [dict.fromkeys(machine_heading(r.get("machine", {})) for _, r in u.values()) for u in used]
+    heading = " / ".join(" or ".join(m) or "—" for m in machines)
+    lines = [f"| # | Notebook | What you learn | Needs a GPU? | Runtime: {heading} |",
              "|---|---|---|---|---|"]
     for entry in map(read_entry, notebook_paths(root)):
-        runtime = f"{duration(cpu.get(entry.path.stem))} / {duration(entry.h200_seconds)}"
+        runtime = " / ".join(duration(seconds(column, entry.path.stem)) for column in columns)
         lines.append(f"| {entry.number} | [{_cell(entry.title)}](notebooks/{entry.path.name}) | "
                      f"{_cell(entry.learn)} | {_cell(entry.needs_gpu)} | {runtime} |")
-    cpu_source = (f"`notebooks.<notebook>.seconds` of [{record.name}](results/{record.name})"
-                  if record else f"— until a `results/{CPU_RECORDS}` record is committed")
-    lines += ["", (f"Runtimes, measured with each notebook's default parameters. 2 CPU cores: "
-                   f"{cpu_source}. H200: papermill's `duration` in the committed notebook. "
-                   f"Generated by `python -m tools.inventory` from each notebook's "
-                   f"`metadata.{KEY}`; a test keeps it in step.")]
+    sources = " and ".join(f"[{name}](results/{name})" for u in used for name in u) or "— (none yet)"
+    lines += ["", (f"Runtimes with each notebook's default parameters: `notebooks.<notebook>.seconds` of "
+                   f"the newest full-scale record that holds the notebook, of a machine without a GPU "
+                   f"and of one with a GPU ({sources}). Generated by `python -m tools.inventory` from "
+                   f"each notebook's `metadata.{KEY}` and those records; a test keeps it in step.")]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return readme_blocks.main(argv, name=BLOCK, render=render_inventory,
-                              command="python -m tools.inventory", description=__doc__.split("\n")[0])
+    return readme_blocks.main(argv, blocks={BLOCK: render_inventory}, command="python -m tools.inventory",
+                              description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

@@ -4,15 +4,16 @@
     ...generated, never edited by hand...
     <!-- inventory:end -->
 
-``tools.inventory`` and ``tools.results_table`` write their README blocks with :func:`update`;
-the docs hook fills the same blocks of the docs pages with :func:`replace_block`.
+``tools.inventory`` (the inventory) and ``tools.results_table`` (the results and goals tables)
+write their README blocks with :func:`update`; the docs hook fills the same blocks of the docs
+pages with :func:`replace_block`.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from helpers.paths import REPO_ROOT
@@ -33,18 +34,21 @@ def replace_block(text: str, name: str, body: str, where: str = "the text") -> s
     return f"{head}{start}\n{body.strip()}\n{end}{tail}"
 
 
-def update(path: Path, name: str, body: str, *, check: bool, command: str) -> int:
-    """Rewrite the block ``name`` of ``path`` (exit status 0), or with ``check`` only report
-    whether it is stale (1) without writing."""
+def update(path: Path, bodies: Mapping[str, str], *, check: bool, command: str) -> int:
+    """Rewrite the blocks ``{name: body}`` of ``path`` (exit status 0), or with ``check`` only
+    report whether one is stale (1) without writing."""
     text = path.read_text(encoding="utf-8")
+    updated = text
     try:
-        updated = replace_block(text, name, body, where=path.name)
+        for name, body in bodies.items():
+            updated = replace_block(updated, name, body, where=path.name)
     except ValueError as err:
         print(err)
         return 1
     if check:
-        if updated != text:
-            print(f"{path.name}: the {name} block is out of date: run `{command}`")
+        stale = [name for name, body in bodies.items() if replace_block(text, name, body) != text]
+        if stale:
+            print(f"{path.name}: the {', '.join(stale)} block is out of date: run `{command}`")
             return 1
         return 0
     if updated != text:
@@ -52,16 +56,16 @@ def update(path: Path, name: str, body: str, *, check: bool, command: str) -> in
     return 0
 
 
-def main(argv: Sequence[str] | None, *, name: str, render: Callable[[], str], command: str,
+def main(argv: Sequence[str] | None, *, blocks: Mapping[str, Callable[[], str]], command: str,
          description: str) -> int:
-    """The command line of a generated block: rewrite it in README.md, or ``--check`` it."""
+    """The command line of generated blocks: rewrite them in README.md, or ``--check`` them."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--check", action="store_true", help="only say whether the table is stale")
+    parser.add_argument("--check", action="store_true", help="only say whether a table is stale")
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
     args = parser.parse_args(argv)
     try:
-        body = render()
+        bodies = {name: render() for name, render in blocks.items()}
     except ValueError as err:
         print(f"{command}: {err}", file=sys.stderr)
         return 1
-    return update(args.readme, name, body, check=args.check, command=command)
+    return update(args.readme, bodies, check=args.check, command=command)

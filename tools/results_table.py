@@ -1,93 +1,123 @@
-"""The README's results table, generated from the committed results JSON (never typed).
+"""The README's results and goals tables, generated from the committed records (never typed).
 
-    python -m tools.results_table          # rewrite the results block of README.md
-    python -m tools.results_table --check  # exit 1 if README.md's table is out of date
+    python -m tools.results_table          # rewrite the results and goals blocks of README.md
+    python -m tools.results_table --check  # exit 1 if either block of README.md is out of date
 
-The docs hook (docs/hooks.py) shows the same table on the site's landing page.
+Every fact comes from the records themselves (``results/*.json``, written by
+``tools.suite.write_record``; format in ``tools.suite``'s docstring), never from a file name:
+
+- a column per record, oldest first by the date it records; its heading says the machine
+  (``machine.gpu``/``gpu_count``, else its CPU cores), the runner's scale and device (each
+  notebook's ``run``), and the date. ``seed.json`` (what DALI's own tutorials printed) is always
+  the first column. A record without ``run`` (written before runs kept these facts) reads as
+  scale, device and command "unknown" (:func:`run_facts`);
+- a row per headline figure. Its label comes from the notebook's metadata, filled from the
+  parameters that the record says the notebook ran with::
+
+      "metadata": {"dali_tutorials": {..., "headline": {
+          "cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
+                               "format": "{:,.0f}"},
+          "gpu_over_cpu": {"label": "GPU / CPU decode, {threads} threads", "format": "{:.2f}x"}}}}
+
+  The keys are the notebook's headline keys, in the order of the rows. ``label`` is a
+  :meth:`str.format` template whose fields are looked up in the record's
+  ``notebooks.<notebook>.parameters``, then in its ``results`` (top-level values), so a key
+  holds no parameter value and the label shows the one each record ran with; records that
+  differ in it get a row each. ``format`` formats the value (default ``{:,.4g}``). The row is
+  prefixed by the notebook's number. Keys that the metadata does not list take their label
+  from :data:`LEGACY_LABELS` (the keys of records made before the notebooks carried labels,
+  with the parameter values of those runs in their names), else the key itself, which
+  ``tests/test_generated_tables.py`` refuses in the committed records;
+- the goals table: each notebook's ``results.goals`` in the newest record of a machine with a
+  GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one on two),
+  ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"`` in
+  place of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict must follow the
+  interval (met: its low end clears the goal; not met: its high end is below it; inconclusive
+  otherwise), or the table is not generated. Goals recorded in the older form
+  ``{"ratio", "goal", "met"}`` show "no interval recorded" in place of a verdict, and a
+  notebook without goals a row saying so.
+
+The docs hook (docs/hooks.py) shows the same results table on the site's landing page.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import string
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
 from tools import readme_blocks
 
 BLOCK = "results-table"
+GOALS_BLOCK = "goals"
 RESULTS = REPO_ROOT / "results"
 SEED = "seed.json"  # what DALI's own notebooks printed: always the first column
+DEFAULT_FORMAT = "{:,.4g}"
+UNKNOWN = "unknown"
+
+# Labels of the headline keys of records made before the notebooks carried
+# `metadata.dali_tutorials.headline` (their keys hold parameter values: "4_threads", "batch 64").
+# Drop an entry once no committed record holds its key.
+LEGACY_LABELS: dict[tuple[str, str], tuple[str, str]] = {
+    ("01-getting-started", "cpu_decode_img_s_4_threads"): ("CPU decode, 4 threads (img/s)", "{:,.0f}"),
+    ("01-getting-started", "gpu_decode_img_s_4_threads"):
+        ("GPU decode, default hw_decoder_load, 4 threads (img/s)", "{:,.0f}"),
+    ("01-getting-started", "gpu_over_cpu_4_threads"):
+        ("GPU / CPU decode, default hw_decoder_load, 4 threads", "{:.2f}x"),
+    ("01-getting-started", "best_gpu_decode_img_s_4_threads"):
+        ("GPU decode, best hw_decoder_load, 4 threads (img/s)", "{:,.0f}"),
+    ("01-getting-started", "best_gpu_over_cpu_4_threads"): ("best GPU / CPU decode, 4 threads", "{:.2f}x"),
+    ("01-getting-started", "best_hw_decoder_load"): ("best hw_decoder_load", "{:g}"),
+    ("02-capture-mode", "eager_samples_per_s"): ("eager training (samples/s)", "{:,.0f}"),
+    ("02-capture-mode", "capture_samples_per_s"): ("capture training (samples/s)", "{:,.0f}"),
+    ("02-capture-mode", "capture_over_eager"): ("capture / eager", "{:.2f}x"),
+    ("02-capture-mode", "final_loss_eager"): ("final loss, eager (last batch)", "{:.4f}"),
+    ("02-capture-mode", "final_loss_capture"): ("final loss, capture (last batch)", "{:.4f}"),
+    ("02-capture-mode", "last_epoch_mean_loss_eager"): ("last epoch's mean loss, eager", "{:.4f}"),
+    ("02-capture-mode", "last_epoch_mean_loss_capture"): ("last epoch's mean loss, capture", "{:.4f}"),
+    ("02-capture-mode", "test_accuracy_eager"): ("held-out accuracy, eager", "{:.1%}"),
+    ("02-capture-mode", "test_accuracy_capture"): ("held-out accuracy, capture", "{:.1%}"),
+    ("02-capture-mode", "capture_cpu_decode_samples_per_s"): ("capture, CPU decode (samples/s)", "{:,.0f}"),
+    ("02-capture-mode", "capture_gpu_decode_samples_per_s"): ("capture, GPU decode (samples/s)", "{:,.0f}"),
+    ("02-capture-mode", "gpu_decode_over_cpu_decode"): ("capture, GPU decode / CPU decode", "{:.2f}x"),
+    ("03-feeding-pytorch-fast", "eager_samples_per_s"): ("dynamic eager, batch 64 (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "capture_samples_per_s"):
+        ("dynamic capture, batch 64 (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "pipeline_default_samples_per_s"):
+        ("pipeline mode, default (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "dataloader_samples_per_s"): ("torch DataLoader (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "ceiling_samples_per_s"):
+        ("training alone, the ceiling (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "best_dynamic_samples_per_s"): ("best dynamic mode (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "best_pipeline_samples_per_s"): ("best pipeline mode (samples/s)", "{:,.0f}"),
+    ("03-feeding-pytorch-fast", "best_over_pipeline"): ("best dynamic / pipeline default", "{:.2f}x"),
+    ("03-feeding-pytorch-fast", "best_over_dataloader"): ("best dynamic / DataLoader", "{:.2f}x"),
+    ("03-feeding-pytorch-fast", "best_over_best_pipeline"): ("best dynamic / best pipeline", "{:.2f}x"),
+    ("03-feeding-pytorch-fast", "best_over_ceiling"): ("best dynamic / ceiling", "{:.2f}x"),
+    ("04-scaling-out", "processes"): ("processes (GPUs) in the multi-process run", "{:d}"),
+    ("04-scaling-out", "samples_per_s_single"): ("1 process, batch 64 (samples/s)", "{:,.0f}"),
+    ("04-scaling-out", "samples_per_s_multi"): ("all processes, batch 64 each (samples/s)", "{:,.0f}"),
+    ("04-scaling-out", "speedup_weak"): ("weak scaling (multi / single)", "{:.2f}x"),
+    ("04-scaling-out", "speedup_strong"): ("strong scaling (same global batch)", "{:.2f}x"),
+    ("04-scaling-out", "accuracy_single"): ("held-out accuracy, 1 process, same global batch", "{:.1%}"),
+    ("04-scaling-out", "accuracy_multi"): ("held-out accuracy, all processes", "{:.1%}"),
+}
+
+
+class Column(NamedTuple):
+    heading: str
+    path: Path
+    record: dict[str, Any]
 
 
 class Row(NamedTuple):
     label: str
-    notebook: str  # the notebook's file stem: notebooks.<notebook> in the JSON
-    key: str  # notebooks.<notebook>.headline.<key>
-    format: str
-
-
-# One row per headline figure. A new notebook's rows go here, in notebook order; a key that no
-# record holds shows as "—", so rows can be added before the records that fill them.
-ROWS: list[Row] = [
-    Row("01 · CPU decode, 4 threads (img/s)", "01-getting-started", "cpu_decode_img_s_4_threads", "{:,.0f}"),
-    Row("01 · GPU decode, default hw_decoder_load, 4 threads (img/s)", "01-getting-started",
-        "gpu_decode_img_s_4_threads", "{:,.0f}"),
-    Row("01 · GPU / CPU decode, default hw_decoder_load, 4 threads", "01-getting-started",
-        "gpu_over_cpu_4_threads", "{:.2f}x"),
-    Row("01 · GPU decode, best hw_decoder_load, 4 threads (img/s)", "01-getting-started",
-        "best_gpu_decode_img_s_4_threads", "{:,.0f}"),
-    Row("01 · best GPU / CPU decode, 4 threads", "01-getting-started", "best_gpu_over_cpu_4_threads",
-        "{:.2f}x"),
-    Row("01 · best hw_decoder_load", "01-getting-started", "best_hw_decoder_load", "{:g}"),
-    Row("02 · eager training (samples/s)", "02-capture-mode", "eager_samples_per_s", "{:,.0f}"),
-    Row("02 · capture training (samples/s)", "02-capture-mode", "capture_samples_per_s", "{:,.0f}"),
-    Row("02 · capture / eager", "02-capture-mode", "capture_over_eager", "{:.2f}x"),
-    Row("02 · final loss, eager (last batch)", "02-capture-mode", "final_loss_eager", "{:.4f}"),
-    Row("02 · final loss, capture (last batch)", "02-capture-mode", "final_loss_capture", "{:.4f}"),
-    Row("02 · last epoch's mean loss, eager", "02-capture-mode", "last_epoch_mean_loss_eager", "{:.4f}"),
-    Row("02 · last epoch's mean loss, capture", "02-capture-mode", "last_epoch_mean_loss_capture", "{:.4f}"),
-    Row("02 · held-out accuracy, eager", "02-capture-mode", "test_accuracy_eager", "{:.1%}"),
-    Row("02 · held-out accuracy, capture", "02-capture-mode", "test_accuracy_capture", "{:.1%}"),
-    Row("02 · capture, CPU decode (samples/s)", "02-capture-mode", "capture_cpu_decode_samples_per_s",
-        "{:,.0f}"),
-    Row("02 · capture, GPU decode (samples/s)", "02-capture-mode", "capture_gpu_decode_samples_per_s",
-        "{:,.0f}"),
-    Row("02 · capture, GPU decode / CPU decode", "02-capture-mode", "gpu_decode_over_cpu_decode",
-        "{:.2f}x"),
-    Row("03 · dynamic eager, batch 64 (samples/s)", "03-feeding-pytorch-fast", "eager_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · dynamic capture, batch 64 (samples/s)", "03-feeding-pytorch-fast", "capture_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · pipeline mode, default (samples/s)", "03-feeding-pytorch-fast",
-        "pipeline_default_samples_per_s", "{:,.0f}"),
-    Row("03 · torch DataLoader (samples/s)", "03-feeding-pytorch-fast", "dataloader_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · training alone, the ceiling (samples/s)", "03-feeding-pytorch-fast", "ceiling_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · best dynamic mode (samples/s)", "03-feeding-pytorch-fast", "best_dynamic_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · best pipeline mode (samples/s)", "03-feeding-pytorch-fast", "best_pipeline_samples_per_s",
-        "{:,.0f}"),
-    Row("03 · best dynamic / pipeline default", "03-feeding-pytorch-fast", "best_over_pipeline", "{:.2f}x"),
-    Row("03 · best dynamic / DataLoader", "03-feeding-pytorch-fast", "best_over_dataloader", "{:.2f}x"),
-    Row("03 · best dynamic / best pipeline", "03-feeding-pytorch-fast", "best_over_best_pipeline",
-        "{:.2f}x"),
-    Row("03 · best dynamic / ceiling", "03-feeding-pytorch-fast", "best_over_ceiling", "{:.2f}x"),
-    Row("04 · processes (GPUs) in the multi-process run", "04-scaling-out", "processes", "{:d}"),
-    Row("04 · 1 process, batch 64 (samples/s)", "04-scaling-out", "samples_per_s_single", "{:,.0f}"),
-    Row("04 · all processes, batch 64 each (samples/s)", "04-scaling-out", "samples_per_s_multi", "{:,.0f}"),
-    Row("04 · weak scaling (multi / single)", "04-scaling-out", "speedup_weak", "{:.2f}x"),
-    Row("04 · strong scaling (same global batch)", "04-scaling-out", "speedup_strong", "{:.2f}x"),
-    Row("04 · held-out accuracy, 1 process, same global batch", "04-scaling-out", "accuracy_single",
-        "{:.1%}"),
-    Row("04 · held-out accuracy, all processes", "04-scaling-out", "accuracy_multi", "{:.1%}"),
-]
-
-# what produced a record, from its file name's prefix (anything else: `make bench`)
-KINDS = {"notebooks-": "committed notebooks", "cpu-": "`make run`"}
+    cells: list[str]
 
 
 def recorded_at(record: dict[str, Any], path: Path) -> dt.datetime:
@@ -109,42 +139,205 @@ def records(results_dir: Path = RESULTS) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=lambda item: (recorded_at(item[1], item[0]), item[0].name))
 
 
-def _heading(path: Path, record: dict[str, Any]) -> str:
-    kind = next((k for prefix, k in KINDS.items() if path.name.startswith(prefix)), "`make bench`")
+def run_facts(entry: dict[str, Any]) -> dict[str, Any]:
+    """How a notebook of a record was run (``notebooks.<notebook>.run``): scale, the device
+    asked for, the parameters handed to papermill, command, commit; "unknown" where the record
+    does not say."""
+    facts = entry.get("run") or {}
+    return {"scale": facts.get("scale", UNKNOWN), "device": facts.get("device", UNKNOWN),
+            "parameters": facts.get("parameters", {}), "command": facts.get("command", UNKNOWN),
+            "commit": facts.get("commit", UNKNOWN)}
+
+
+def has_gpu(record: dict[str, Any]) -> bool:
     machine = record.get("machine", {})
-    where = machine.get("gpu") or f"CPU only, {machine.get('cpu_count', '?')} cores"
-    gpus = machine.get("gpu_count") or 0
-    where = f"{gpus}x {where}" if gpus > 1 else where
+    return bool(machine.get("gpu_count") or machine.get("gpu"))
+
+
+def machine_heading(machine: dict[str, Any]) -> str:
+    """``2x NVIDIA H200``, or ``CPU only, 2 cores``."""
+    if machine.get("gpu"):
+        gpus = machine.get("gpu_count") or 1
+        return f"{gpus}x {machine['gpu']}" if gpus > 1 else machine["gpu"]
+    return f"CPU only, {machine.get('cpu_count', '?')} cores"
+
+
+def _one_or_all(values: list[str]) -> str:
+    unique = list(dict.fromkeys(values))
+    return "/".join(unique) if unique else UNKNOWN
+
+
+def run_heading(record: dict[str, Any]) -> str:
+    """The scale and the device of a record's runs: ``full scale, device gpu``, or for
+    ``auto`` what it resolved to: ``bench scale, device auto → cpu``."""
+    entries = list(record.get("notebooks", {}).values())
+    facts = [run_facts(e) for e in entries]
+    scale = _one_or_all([f["scale"] for f in facts])
+    device = _one_or_all([f["device"] for f in facts])
+    if device == "auto":
+        resolved = _one_or_all([str(e.get("parameters", {}).get("device", UNKNOWN)) for e in entries])
+        device = f"auto → {resolved}"
+    return f"{scale} scale, device {device}"
+
+
+def column_heading(path: Path, record: dict[str, Any], date_format: str = " ({})") -> str:
+    """``2x NVIDIA H200, full scale, device gpu (2026-11-30)``: what a record says of itself."""
     date = record.get("date") or recorded_at(record, path).date().isoformat()
-    return f"{where}, {kind} ({date})"
+    return f"{machine_heading(record.get('machine', {}))}, {run_heading(record)}{date_format.format(date)}"
+
+
+def headline_labels(notebooks_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """``{notebook stem: metadata.dali_tutorials.headline}`` of the notebooks in ``notebooks_dir``."""
+    labels = {}
+    for path in sorted(notebooks_dir.glob("[0-9][0-9]-*.ipynb")):
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("dali_tutorials", {})
+        labels[path.stem] = meta.get("headline") or {}
+    return labels
+
+
+def fill_label(template: str, entry: dict[str, Any], where: str) -> str:
+    """``template`` with its fields from the entry's recorded parameters, then its results."""
+    values = {**{k: v for k, v in entry.get("results", {}).items() if not isinstance(v, (dict, list))},
+              **entry.get("parameters", {})}
+    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    missing = [f for f in fields if f not in values]
+    if missing:
+        raise ValueError(f"{where}: the label {template!r} needs {', '.join(missing)}, which this record's "
+                         "parameters and results do not hold")
+    return template.format(**values)
+
+
+def _label(notebook: str, key: str, entry: dict[str, Any], specs: dict[str, dict[str, str]],
+           where: str) -> tuple[str, str]:
+    if key in specs:
+        spec = specs[key]
+        return fill_label(spec["label"], entry, where), spec.get("format", DEFAULT_FORMAT)
+    return LEGACY_LABELS.get((notebook, key), (key, DEFAULT_FORMAT))
+
+
+def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]]]) -> list[Row]:
+    """One row per notebook and filled label, in notebook order, then the metadata's order of
+    keys (legacy keys after it). Keys whose labels read the same share a row: an older record's
+    ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run with 4 threads.
+    A cell is "—" where a column holds no key of that label."""
+    notebooks = sorted({name for c in columns for name in c.record.get("notebooks", {})} | set(labels))
+    rows = []
+    for notebook in notebooks:
+        specs = labels.get(notebook, {})
+        held = [k for c in columns
+                for k in c.record.get("notebooks", {}).get(notebook, {}).get("headline", {})]
+        legacy = [k for (n, k) in LEGACY_LABELS if n == notebook]
+        by_label: dict[str, list[str]] = {}
+        for key in dict.fromkeys([*specs, *legacy, *held]):
+            for i, column in enumerate(columns):
+                entry = column.record.get("notebooks", {}).get(notebook, {})
+                value = entry.get("headline", {}).get(key)
+                if value is None:
+                    continue
+                where = f"{column.path.name}, {notebook}.{key}"
+                label, fmt = _label(notebook, key, entry, specs, where)
+                cells = by_label.setdefault(label, ["—"] * len(columns))
+                if cells[i] != "—":
+                    raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
+                cells[i] = fmt.format(value)
+        rows += [Row(f"{notebook[:2]} · {label}", cells) for label, cells in by_label.items()]
+    return rows
+
+
+def columns_of(results_dir: Path) -> list[Column]:
+    columns = []
+    seed = results_dir / SEED
+    if seed.is_file():
+        columns.append(Column("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
+    return columns + [Column(column_heading(path, record), path, record)
+                      for path, record in records(results_dir)]
 
 
 def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
-    """The table (Markdown): one row per :data:`ROWS` entry, one column per JSON file."""
-    columns: list[tuple[str, Path, dict[str, Any]]] = []
-    seed = results_dir / SEED
-    if seed.is_file():
-        columns.append(("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
-    columns += [(_heading(path, record), path, record) for path, record in records(results_dir)]
-    lines = ["| Figure | " + " | ".join(heading for heading, _, _ in columns) + " |",
+    """The table (Markdown): a column per record, a row per headline figure. The labels come
+    from the notebooks next to ``results_dir`` (``<results_dir>/../notebooks``)."""
+    columns = columns_of(results_dir)
+    rows = table_rows(columns, headline_labels(results_dir.parent / "notebooks"))
+    lines = ["| Figure | " + " | ".join(c.heading for c in columns) + " |",
              "|---|" + "---:|" * len(columns)]
-    for row in ROWS:
-        cells = []
-        for _, _, record in columns:
-            value = record["notebooks"].get(row.notebook, {}).get("headline", {}).get(row.key)
-            cells.append("—" if value is None else row.format.format(value))
-        lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
-    sources = "; ".join(f"[{path.name}]({link_prefix}{path.name})" for _, path, _ in columns)
+    lines += [f"| {row.label} | " + " | ".join(row.cells) + " |" for row in rows]
+    sources = "; ".join(f"[{c.path.name}]({link_prefix}{c.path.name})" for c in columns)
     lines += ["", (f"Each column is one JSON file ({sources}), oldest first: every cell is its "
-                   "`notebooks.<notebook>.headline.<key>` value; medians over the trials. "
-                   "Generated by `python -m tools.results_table`; a test keeps it in step with "
-                   "the JSON.")]
+                   "`notebooks.<notebook>.headline.<key>` value; medians over the trials. A heading "
+                   "names the machine, and the scale and device the record says the notebooks ran "
+                   "with (`notebooks.<notebook>.run`). Generated by `python -m tools.results_table`; "
+                   "a test keeps it in step with the JSON.")]
     return "\n".join(lines)
 
 
+def goal_problems(goal: dict[str, Any]) -> list[str]:
+    """What is wrong with a goal in the current form (an empty list when nothing is): the
+    fields it lacks, or a verdict that does not follow its 95% interval."""
+    count = "launches" if "launches" in goal else "trials"
+    missing = [k for k in ("ratio", "ci95", "goal", "verdict", count) if k not in goal]
+    if missing:
+        return [f"lacks {', '.join(missing)}"]
+    low, high = goal["ci95"]
+    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
+    expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
+    problems = []
+    if not low <= goal["ratio"] <= high:
+        problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
+    if goal["verdict"] != expected:
+        problems.append(f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
+                        f"the goal {goal['goal']:g} says {expected!r}")
+    return problems
+
+
+def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str:
+    label = f"{notebook[:2]} · {name}"
+    if "ci95" not in goal and "verdict" not in goal:  # the older form {ratio, goal, met}
+        return (f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | — | no interval recorded | — |")
+    problems = goal_problems(goal)
+    if problems:
+        raise ValueError(f"{where}, goal {name!r}: {'; '.join(problems)}")
+    low, high = goal["ci95"]
+    count = f"{goal['launches']} launches" if "launches" in goal else f"{goal['trials']} trials"
+    return (f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
+            f"{goal['verdict']} | {count} |")
+
+
+def newest_per_notebook(found: list[tuple[Path, dict[str, Any]]]) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """``{notebook: (path, record)}``: for each notebook, the newest of ``found`` (oldest first)
+    that holds it. Notebooks run on different machines (notebooks 01-03 on one GPU, 04 on two)
+    each come from their own record."""
+    return {name: (path, record) for path, record in found for name in record.get("notebooks", {})}
+
+
+def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
+    """The goals of each notebook in the newest record of a machine with a GPU that holds it
+    (Markdown)."""
+    newest = newest_per_notebook([(p, r) for p, r in records(results_dir) if has_gpu(r)])
+    lines = ["| Goal | target | measured | 95% interval | verdict | trials |",
+             "|---|---:|---:|---:|---|---:|"]
+    if not newest:
+        return "\n".join([*lines, "| no record of a GPU machine in results/ | — | — | — | — | — |"])
+    for notebook, (path, record) in sorted(newest.items()):
+        goals = record["notebooks"][notebook].get("results", {}).get("goals")
+        if not goals:
+            lines.append(f"| {notebook[:2]} · no goals recorded | — | — | — | — | — |")
+            continue
+        lines += [_goal_row(notebook, name, goal, f"{path.name}, {notebook}") for name, goal in goals.items()]
+    sources = {path.name: f"[{path.name}]({link_prefix}{path.name}) ({column_heading(path, record, ', {}')})"
+               for path, record in newest.values()}
+    lines += ["", (f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
+                   f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
+                   "its ratio clears the target, not met when the interval lies below it, "
+                   "inconclusive otherwise. Generated by `python -m tools.results_table`; a test "
+                   "keeps it in step with the JSON.")]
+    return "\n".join(lines)
+
+
+BLOCKS = {BLOCK: render_results_table, GOALS_BLOCK: render_goals_table}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return readme_blocks.main(argv, name=BLOCK, render=render_results_table,
-                              command="python -m tools.results_table",
+    return readme_blocks.main(argv, blocks=BLOCKS, command="python -m tools.results_table",
                               description=__doc__.split("\n")[0])
 
 

@@ -1,14 +1,37 @@
 """Run the notebooks headless with papermill and summarize what they found.
 
     python -m tools.suite run    [--device auto|cpu|gpu] [--scale full|ci|bench] [--out DIR]
-    python -m tools.suite bench  [--device ...]   (trials for the record: results/<machine>-<date>.json)
+    python -m tools.suite bench  [--device ...]   (trials for results/<machine>[-x<GPUs>]-<date>.json)
     python -m tools.suite record --run DIR [--to FILE]   (gather a run's results into one record)
     python -m tools.suite copy   --to DIR [--fresh]   (copies of the notebooks to work in or to test)
 
-Each run gets its own output folder (executed notebooks, results JSON, the wall time of each
-notebook in ``run.json``), so two runs never clobber each other, and the committed notebooks and
-data are only read. The parameters of each scale come from the notebook's own metadata,
-``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the notebook's own defaults.
+Each run gets its own output folder (executed notebooks, results JSON, and ``run.json``: how
+the run was made and each notebook's wall time), so two runs never clobber each other, and the
+committed notebooks and data are only read. The parameters of each scale come from the
+notebook's own metadata, ``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the
+notebook's own defaults. Papermill is handed only the parameters that change something: none
+that equals the notebook's default, and no ``device`` that its default ``"auto"`` resolves to
+on this machine, so `make test-gpu` on a GPU machine injects nothing (papermill then adds no
+injected cell) and the executed notebooks run exactly as a reader's copy does.
+
+A record (``results/*.json``, written by :func:`write_record`: `make bench`, or
+``record --run DIR`` for any run folder) holds the facts that the README's tables read, so that
+nothing is guessed from a file name::
+
+    {"machine": {...machine_info()...}, "date": "YYYY-MM-DD",
+     "notebooks": {"<notebook stem>": {
+         "created", "parameters", "headline", "results": what the notebook saved
+             ("parameters": every parameter it ran with, ``device`` as it resolved it),
+         "seconds": its wall time,
+         "run": {"scale": "full" | "ci" | "bench",
+                 "device": "auto" | "cpu" | "gpu" (what the runner was asked for),
+                 "parameters": {...} (what papermill was handed on top of the defaults),
+                 "command": "python -m tools.suite run ..." (the runner's command line),
+                 "commit": "<git commit>[-dirty]", or "unknown" outside a git checkout}}}}
+
+Records written before these facts were kept had ``run`` filled in once from the commit that
+added them (``run.filled_in`` says so); a record without ``run`` reads as scale, device and
+command "unknown" (``tools.results_table.run_facts``).
 """
 
 from __future__ import annotations
@@ -19,6 +42,7 @@ import datetime as _dt
 import itertools
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,7 +63,12 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = ("full", "ci", "bench")
 KERNEL = "python3"
-INJECTED = "injected-parameters"  # the tag of the cell that papermill injects
+# the tag of the cell that papermill injects. The committed notebooks of the H200 run of
+# 2026-11-30 still carry one (`device = "gpu"`): the runner and the copies drop it. Once the
+# committed notebooks come from a run of this runner (no cell injected), remove INJECTED and
+# without_injected_parameters (tests/test_committed_notebooks.py says when: its
+# INJECTED_BY_AN_OLDER_RUNNER is empty).
+INJECTED = "injected-parameters"
 
 
 @dataclass
@@ -72,6 +101,9 @@ def suite_metadata(notebook: Path) -> dict[str, Any]:
 
 
 def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
+    """What papermill is handed for ``scale`` and ``device``: the scale's parameters from the
+    notebook's metadata and ``device``, less those that would change nothing (a value equal to
+    the notebook's default, or a device that its default ``"auto"`` resolves to here)."""
     if scale not in SCALES:
         raise SystemExit(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
     parameters: dict[str, Any] = {}
@@ -85,7 +117,11 @@ def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
         parameters = dict(scales[scale])
     if device != "auto":
         parameters["device"] = device
-    return parameters
+    defaults = declared_parameters(notebook)
+    if defaults.get("device") == "auto":
+        defaults["device"] = resolve_device("auto")
+    return {name: value for name, value in parameters.items()
+            if name not in defaults or defaults[name] != value or type(defaults[name]) is not type(value)}
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -221,47 +257,98 @@ def default_out_dir(kind: str, parent: Path = REPO_ROOT / "build") -> Path:
     raise AssertionError("unreachable")
 
 
-def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None) -> list[NotebookRun]:
-    """Run the notebooks one by one into ``out_dir``; ``run.json`` there records each one's
-    wall time and status as it finishes. A run of some notebooks (``only``) into the folder of
-    an earlier run with the same scale and device adds to its ``run.json``."""
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The checkout's commit, with ``-dirty`` when it has uncommitted changes; ``"unknown"``
+    outside a git checkout (or without git)."""
+    try:
+        return subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=40"],
+                              capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _portable(arg: str) -> str:
+    """A command-line argument with nothing of the machine: a path inside the checkout relative,
+    another absolute path reduced to its name."""
+    if not os.path.isabs(arg):
+        return arg
+    shown = relative(arg)
+    return shown if not shown.startswith("/") else f".../{Path(arg).name}"
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The runner's command line as typed in the checkout, as a record states it."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m tools.suite", *map(_portable, args)])
+
+
+def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None,
+              command: str | None = None) -> list[NotebookRun]:
+    """Run the notebooks one by one into ``out_dir``; ``run.json`` there records how (scale,
+    device, command, commit) and, as each one finishes, its parameters, wall time and status.
+    Every notebook's parameters are checked before the first one starts. A run of some
+    notebooks (``only``) into the folder of an earlier run with the same scale and device adds
+    to its ``run.json``."""
     runs = []
     chosen = notebooks(only)
-    parameters = {p: parameters_for(p, scale, device) for p in chosen}  # fails before running
+    parameters = {p: parameters_for(p, scale, device) for p in chosen}
+    for notebook, given in parameters.items():  # before any kernel starts
+        try:
+            check_known(declared_parameters(notebook), given, notebook.name)
+        except ParameterError as error:
+            raise SystemExit(f"error: {error}") from None
     log_file = out_dir / "run.json"
-    log = {"scale": scale, "device": device, "notebooks": {}}
+    log: dict[str, Any] = {"scale": scale, "device": device, "notebooks": {}}
     if log_file.is_file():
         earlier = json.loads(log_file.read_text())
         if (earlier.get("scale"), earlier.get("device")) == (scale, device):
             log = earlier
+    facts = {"command": command or command_line(), "commit": git_commit()}
     for notebook in chosen:
         print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
         run = run_notebook(notebook, out_dir, parameters[notebook])
         print(f"  {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
         runs.append(run)
-        log["notebooks"][run.name] = {"seconds": round(run.seconds, 1), "ok": run.ok, "error": run.error}
+        log["notebooks"][run.name] = {"seconds": round(run.seconds, 1), "ok": run.ok, "error": run.error,
+                                      "parameters": parameters[notebook], **facts}
         log_file.write_text(json.dumps(log, indent=2) + "\n")
     return runs
 
 
 def write_record(run_dir: Path, path: Path | None = None) -> Path:
-    """Gather one run folder (``<run>/results/*.json`` and the wall times in ``<run>/run.json``)
-    into one record, by default ``results/<machine>-<date>.json``: what `make bench` keeps and
-    the README table reads."""
+    """Gather one run folder (``<run>/results/*.json``, and ``<run>/run.json``: how it was run
+    and the wall times) into one record, by default ``results/<machine>[-x<GPUs>]-<date>.json``
+    (never over an existing one): what `make bench` keeps and the README's tables read (the
+    format is in this module's docstring)."""
     results = run_dir / "results"
     documents = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
     if not documents:
         raise SystemExit(f"no results JSON in {results}")
-    log = run_dir / "run.json"
-    seconds = {name: entry["seconds"] for name, entry in
-               json.loads(log.read_text())["notebooks"].items()} if log.is_file() else {}
+    log_file = run_dir / "run.json"
+    if not log_file.is_file():
+        raise SystemExit(f"{log_file} is missing: a record states how each notebook was run, which "
+                         "`python -m tools.suite run` writes there")
+    log = json.loads(log_file.read_text())
     machine = next(iter(documents.values()))["machine"]
     date = min(d["created"] for d in documents.values())[:10]
-    path = path or REPO_ROOT / "results" / f"{machine_label(machine)}-{date}.json"
-    record = {"machine": machine, "date": date,
-              "notebooks": {name: {**{k: d[k] for k in ("created", "parameters", "headline", "results")},
-                                   **({"seconds": seconds[name]} if name in seconds else {})}
-                            for name, d in documents.items()}}
+    if path is None:
+        gpus = machine.get("gpu_count") or 0
+        label = machine_label(machine) + (f"-x{gpus}" if gpus > 1 else "")
+        path = REPO_ROOT / "results" / f"{label}-{date}.json"
+        if path.exists():
+            raise SystemExit(f"{relative(path)} exists: name another file with `python -m tools.suite record "
+                             f"--run {relative(run_dir)} --to FILE` (the run folder is kept)")
+    notebooks_: dict[str, Any] = {}
+    for name, document in documents.items():
+        entry = log["notebooks"].get(name, {})
+        notebooks_[name] = {**{k: document[k] for k in ("created", "parameters", "headline", "results")},
+                            "seconds": entry.get("seconds"),
+                            "run": {"scale": log.get("scale", "unknown"),
+                                    "device": log.get("device", "unknown"),
+                                    "parameters": entry.get("parameters", {}),
+                                    "command": entry.get("command", "unknown"),
+                                    "commit": entry.get("commit", "unknown")}}
+    record = {"machine": machine, "date": date, "notebooks": notebooks_}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2, default=str) + "\n")
     return path
@@ -298,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     out_dir = args.out or default_out_dir(args.command)
-    runs = run_suite(args.device, scale, out_dir, args.only)
+    runs = run_suite(args.device, scale, out_dir, args.only, command_line(argv))
     print(summary(runs, out_dir))
     if args.command == "bench" and all(r.ok for r in runs):
         print(f"bench record: {relative(write_record(out_dir))}")

@@ -12,6 +12,12 @@ LOCAL_RANK (its index on this machine: which GPU it uses) and WORLD_SIZE. On sev
 run the same command on each with --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT
 (notebook 04 shows it). The repository must be on PYTHONPATH: this script imports helpers.
 
+Each rank reads its own shard of the records. By default (DALI's default) every rank moves to the
+next shard after each epoch, so over several epochs each rank sees the whole data set, as
+`DistributedSampler.set_epoch` gives a PyTorch DataLoader; --stick-to-shard keeps each rank on
+one shard. --check-coverage is a debug option: it records which records each rank read and checks
+that together they read every record once per epoch (that costs time: leave it off when timing).
+
 Rank 0 writes the results JSON (atomically: the file is complete or absent). A problem that you
 can fix ends the process with "error: ..." naming what to change, and a non-zero exit status.
 """
@@ -53,10 +59,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("nccl", "gloo"),
                         help="torch.distributed backend (default: nccl on GPUs, gloo on CPUs)")
     parser.add_argument("--batch-size", type=int, default=64, help="samples per process per step")
-    parser.add_argument("--epochs", type=int, default=4, help="epochs; the first is untimed")
+    parser.add_argument("--epochs", type=int, default=4,
+                        help="epochs; the first is an untimed warm-up, the others are timed")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
     parser.add_argument("--seed", type=int, default=0, help="rank r draws from seed + r")
     parser.add_argument("--num-threads", type=int, default=4, help="DALI CPU threads per process")
+    parser.add_argument("--stick-to-shard", action="store_true",
+                        help="read the same shard every epoch (DALI's default: the next shard)")
+    parser.add_argument("--check-coverage", action="store_true",
+                        help="debug: record the records each rank reads and check that the ranks "
+                             "together read each one once per epoch (slower: not for timing)")
     parser.add_argument("--timeout", type=float, default=120,
                         help="seconds a collective may wait for the other ranks before failing")
     # for the tests and the notebook's demonstration of a rank that dies: not for training
@@ -136,17 +148,22 @@ def decode_ids(parts: list[list[str] | torch.Tensor]) -> list[str]:
     return [i.rsplit(" at key ", 1)[-1] for i in ids]  # the path is the same for every record
 
 
-def coverage(per_rank: list[list[str]], data_set_size: int) -> dict:
+def coverage(per_rank: list[list[str]], data_set_size: int,
+             first_epoch: list[set[str]] | None = None) -> dict:
     """The evidence that sharding works: the ranks together saw every record of the data set;
     records seen twice are padding (each rank repeats its own last record), never another
-    rank's records."""
+    rank's records. ``shard_of_rank``: which shard each rank read, named by the rank that read
+    it in the first epoch (``first_epoch``, each rank's records then)."""
     seen = [set(ids) for ids in per_rank]
     union = set().union(*seen)
     shared = sum(len(a & b) for i, a in enumerate(seen) for b in seen[i + 1:])
     samples = sum(len(ids) for ids in per_rank)
+    first = first_epoch or seen
     return {"samples": samples, "distinct": len(union), "data_set": data_set_size,
             "duplicates": samples - len(union), "shared_between_ranks": shared,
             "per_rank": [len(ids) for ids in per_rank],
+            "shard_of_rank": [max(range(len(first)), key=lambda s: len(mine & first[s]))
+                              for mine in seen],
             "complete": len(union) == data_set_size}
 
 
@@ -189,9 +206,12 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
             raise UsageError(f"the data set has {data_set_size} record(s), fewer than the {world} "
                              "processes: some shards would be empty. Use at most "
                              f"{data_set_size} processes (--nproc-per-node, --nnodes), or more data.")
-        # this rank's shard: records [rank * N / world, (rank + 1) * N / world), every epoch
+        # this rank's shard: records [s * N / world, (s + 1) * N / world), starting with s = rank;
+        # after each epoch the next shard (DALI's default), or the same one with stick_to_shard.
+        # random_shuffle picks each batch at random from a buffer of the next initial_fill
+        # (default 1,024) records of the shard: a local shuffle, not a permutation of the shard
         reader = ndd.readers.Caffe2(path=args.data, shard_id=rank, num_shards=world,
-                                    stick_to_shard=True, pad_last_batch=True,
+                                    stick_to_shard=args.stick_to_shard, pad_last_batch=True,
                                     random_shuffle=True, seed=args.seed + rank,
                                     max_batch_size=args.batch_size)
         meta = reader.get_metadata(args.batch_size)
@@ -208,7 +228,7 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                   f"{steps} steps of {args.batch_size} per process and epoch "
                   f"(global batch {args.batch_size * world})", flush=True)
 
-        epochs, captured = [], None
+        epochs, captured, first_epoch = [], None, None
         for epoch in range(args.epochs):
             dist.barrier()  # every rank starts the clock together
             start = time.perf_counter()
@@ -216,7 +236,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
             for step, (jpegs, labels) in enumerate(
                     reader.next_epoch(batch_size=args.batch_size, ctx=ctx, capture=True)):
                 images, targets = preprocess(jpegs, labels, rng, args.device, args.batch_size)
-                ids.append(sample_ids(jpegs))
+                if args.check_coverage:  # debug bookkeeping: off in the timed launches
+                    ids.append(sample_ids(jpegs))
                 if args.fail_rank == rank and epoch == 0 and step == args.fail_at_step:
                     print(f"rank {rank}: simulated crash at step {step} (--fail-rank)", flush=True)
                     os._exit(3)  # dies like a killed process: no cleanup, no goodbye
@@ -229,7 +250,7 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                     captured = captured_operators()
             if on_gpu:
                 torch.cuda.synchronize()
-            seconds = time.perf_counter() - start
+            seconds = time.perf_counter() - start  # the clock stops here: what follows is untimed
             mine = {"seconds": seconds, "steps": step + 1, "loss_sum": loss_sum.item(),
                     "ids": decode_ids(ids)}
             ranks: list[dict] = [{}] * world
@@ -238,29 +259,35 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                 raise RuntimeError(f"ranks ran {[r['steps'] for r in ranks]} steps, not {steps}")
             epoch_seconds = max(r["seconds"] for r in ranks)
             samples = world * steps * args.batch_size
+            checked = None
+            if args.check_coverage:
+                first_epoch = first_epoch or [set(r["ids"]) for r in ranks]
+                checked = coverage([r["ids"] for r in ranks], data_set_size, first_epoch)
             epochs.append({
                 "epoch": epoch, "seconds": epoch_seconds,
                 "rank_seconds": [r["seconds"] for r in ranks],
                 "samples": samples, "samples_per_s": samples / epoch_seconds,
                 "loss": sum(r["loss_sum"] for r in ranks) / (world * steps),
-                "coverage": coverage([r["ids"] for r in ranks], data_set_size)})
+                "coverage": checked})
             if rank == 0:
                 e, c = epochs[-1], epochs[-1]["coverage"]
                 print(f"epoch {epoch}{' (warm-up)' if epoch == 0 else ''}: {e['seconds']:.2f} s, "
-                      f"{e['samples_per_s']:,.0f} samples/s, loss {e['loss']:.4f}; saw "
-                      f"{c['distinct']:,} of {c['data_set']:,} records "
-                      f"(+{c['duplicates']} padding)", flush=True)
+                      f"{e['samples_per_s']:,.0f} samples/s, loss {e['loss']:.4f}"
+                      + (f"; saw {c['distinct']:,} of {c['data_set']:,} records "
+                         f"(+{c['duplicates']} padding), shard of each rank {c['shard_of_rank']}"
+                         if c else ""), flush=True)
 
         held_out = None
         if rank == 0 and args.test_data:
             held_out = held_out_accuracy(model, args.test_data, args.device)
             print(f"held-out accuracy: {held_out:.2%}", flush=True)
     dist.barrier()  # the others wait while rank 0 measures
-    timed = epochs[1:]
+    timed = epochs[1:]  # a fixed number of steps: (epochs - 1) x steps per epoch
     return {
         "world_size": world, "backend": args.backend, "device": args.device,
         "batch_size_per_process": args.batch_size, "global_batch_size": args.batch_size * world,
-        "data_set": data_set_size, "steps_per_epoch": steps,
+        "data_set": data_set_size, "steps_per_epoch": steps, "timed_steps": steps * len(timed),
+        "stick_to_shard": args.stick_to_shard, "coverage_checked": args.check_coverage,
         "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         if on_gpu else [],
         "captured_operators": captured, "epochs": epochs,
