@@ -6,8 +6,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
 import signal
+import sys
 from pathlib import Path
 
 import nbformat
@@ -17,6 +19,7 @@ from helpers import checkpointing
 from helpers.data_sources import locate_data
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
+from helpers.torchrun import LaunchError, run_launches
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
@@ -228,3 +231,22 @@ def test_capture_mode_resumes_exactly_at_an_epoch_boundary(script, small_data, t
     assert resumed["losses"] == reference["losses"]
     assert resumed["weights_sha256"] == reference["weights_sha256"]
     assert first["losses"][0] == reference["losses"][0][:8]
+
+
+def test_a_launch_hands_every_line_to_on_line_as_it_comes(tmp_path: Path) -> None:
+    """What the notebook's killer relies on: each line reaches ``on_line`` while the process
+    runs, so a SIGKILL sent from there stops it mid-way (status -9, a LaunchError)."""
+    code = ("import os, time\nfor i in range(1, 50):\n    print(f'pid {os.getpid()} step {i}', "
+            "flush=True)\n    time.sleep(0.1)")
+    seen: list[str] = []
+
+    def on_line(line: str) -> None:
+        seen.append(line)
+        pid, step = int(line.split()[1]), int(line.split()[3])
+        if step == 3:
+            os.kill(pid, signal.SIGKILL)
+
+    with pytest.raises(LaunchError) as failed:
+        run_launches([[sys.executable, "-c", code]], timeout=60, echo=False, on_line=on_line)
+    assert failed.value.launches[0].returncode == -signal.SIGKILL
+    assert [line.split()[-1] for line in seen][:3] == ["1", "2", "3"] and len(seen) < 10
