@@ -87,10 +87,17 @@ bench: data
 docs: $(SETUP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -f docs/mkdocs.yml
 
-# JupyterLab serves only the working copies: the committed notebooks are never written
+# JupyterLab serves only the working copies: the committed notebooks are never written. As root
+# (containers, many cloud machines) Jupyter refuses to start without --allow-root: given here.
+LAB_AS_ROOT = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: data
-	$(PY) -m tools.suite copy --to $(LAB)
-	$(PY) -m jupyter lab $(LAB_ARGS) $(LAB)
+	$(PY) -m tools.suite copy --to $(LAB) --provenance
+	@echo "make lab: JupyterLab on your working copies in $(LAB)/ (start with 01-getting-started.ipynb);"
+	@echo "  open the http://...lab?token=... address it prints below; Ctrl-C twice stops it."
+	@echo "  From another machine: make lab LAB_ARGS=\"--ip 0.0.0.0 --port 8888 --no-browser\", then open"
+	@echo "  http://$$(hostname 2>/dev/null || echo this-machine):8888/lab?token=<the token printed below>;"
+	@echo "  or keep the default and tunnel: ssh -N -L 8888:localhost:8888 <you>@$$(hostname 2>/dev/null || echo this-machine)"
+	$(PY) -m jupyter lab $(LAB_AS_ROOT) $(LAB_ARGS) $(LAB)
 
 clean:
 	rm -rf build .pytest_cache

@@ -6,18 +6,24 @@ what no library does:
 
 - the committed notebooks (notebooks/NN-*.ipynb) and results records (results/*.json) of the
   checkout become files of the site, where MkDocs checks the nav and the links against them;
-- the landing page's inventory and results blocks are filled in by the functions that write the
-  README's (tools.inventory, tools.results_table);
+- the landing page's inventory block and the results page's results and goals blocks are filled
+  in by the functions that write the README's (tools.inventory, tools.results_table);
 - each notebook must have been executed (execution counts 1, 2, 3... in order and papermill's
   metadata), hold no error output, and show every figure it holds on its page;
 - links inside a notebook (mkdocs-jupyter renders them, MkDocs never sees them): a link to
-  another notebook becomes a link to its page; one that points to nothing is a warning.
+  another notebook becomes a link to its page; one that points to nothing is a warning;
+- a notebook page is shaped for readers (:func:`reader_view`): the cell tags of the test
+  machinery are not shown, papermill's injected-parameters cell becomes one line that says with
+  which parameters the outputs were made, a progress bar on stderr is not styled as an error,
+  and a long printed file (a cell tagged ``collapse-output``) is shown highlighted and folded;
+- each notebook page starts with a download link that says what the notebook needs to run.
 
 Every problem is a warning; `strict: true` turns them into a failed build.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import json
@@ -25,17 +31,22 @@ import logging
 import os
 import posixpath
 import re
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bs4 import BeautifulSoup, Tag
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
 
 try:
     from tools.inventory import notebook_paths, render_inventory
     from tools.readme_blocks import replace_block
-    from tools.results_table import render_results_table
+    from tools.results_table import render_goals_table, render_results_table
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err
@@ -71,17 +82,24 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+# the README's generated blocks, and the pages that show them: the landing page the notebook
+# inventory, the results page the results and goals tables
+PAGE_BLOCKS = {
+    "index.md": {"inventory": lambda root: render_inventory(root)},
+    "results.md": {"results-table": lambda root: render_results_table(root / "results"),
+                   "goals": lambda root: render_goals_table(root / "results")},
+}
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    if page.file.src_uri != "index.md":
-        return markdown
+    source = page.file.src_uri
     root = _root(config)
-    try:
-        markdown = replace_block(markdown, "inventory", render_inventory(root), "index.md")
-        return replace_block(markdown, "results-table",
-                             render_results_table(root / "results"), "index.md")
-    except ValueError as err:
-        log.warning("index.md: %s", err)
-        return markdown
+    for name, render in PAGE_BLOCKS.get(source, {}).items():
+        try:
+            markdown = replace_block(markdown, name, render(root), source)
+        except ValueError as err:
+            log.warning("%s: %s", source, err)
+    return markdown
 
 
 def notebook_problems(notebook: dict[str, Any]) -> list[str]:
@@ -131,13 +149,21 @@ def _is_relative(url: str) -> bool:
 _HEADING = re.compile(r'<h[1-6][^>]*\bid="([^"]+)"[^>]*>(.*?)</h[1-6]>', re.S)
 
 
+def _words_within(words: list[str], other: list[str]) -> bool:
+    """Whether ``words`` appear in ``other`` in order (other words may come between)."""
+    rest = iter(other)
+    return all(word in rest for word in words)
+
+
 def repair_toc(toc: Any, headings: dict[str, str]) -> None:
     """mkdocs-jupyter's table of contents drops a heading's code spans ("2 · Samples out of a
-    `Batch`" became a link to #2-samples-out-of-a, which no heading has): point such an entry
-    at the one heading whose id it begins, with that heading's text."""
+    `Batch`" became a link to #2-samples-out-of-a, "The ceiling, `ndd.pytorch.nodes`, and..."
+    one to #the-ceiling-and-..., which no heading has): point such an entry at the one heading
+    whose id holds the entry's words in order, with that heading's text."""
     for item in toc:
         if item.id not in headings:
-            matches = [id_ for id_ in headings if id_.startswith(item.id)]
+            matches = [id_ for id_ in headings
+                       if _words_within(item.id.split("-"), id_.split("-"))]
             if len(matches) == 1:
                 item.id, item.title = matches[0], headings[matches[0]]
         repair_toc(item.children, headings)
@@ -175,6 +201,93 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
         return match.group(0)
 
     name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
-    download = (f'<p class="notebook-download"><a href="{name}" download title="the notebook as '
-                f'committed, with its outputs">Download {name}</a></p>\n')
-    return download + _URL_ATTRIBUTE.sub(rewrite, html)
+    return download_note(name) + reader_view(_URL_ATTRIBUTE.sub(rewrite, html), notebook)
+
+
+# What a downloaded notebook needs; its first cell stops with the same words outside the checkout.
+NEEDS_THE_REPOSITORY = ("It runs inside its repository, dali-dynamic-tutorials: clone it and run "
+                        "<code>make lab</code>, which sets up the packages and the data "
+                        "(<code>make data</code>) and opens the notebooks in JupyterLab.")
+
+
+def download_note(name: str) -> str:
+    return (f'<p class="notebook-download"><a href="{name}" download title="the notebook as '
+            f'committed, with its outputs">Download {name}</a> '
+            f'<span class="notebook-needs">{NEEDS_THE_REPOSITORY}</span></p>\n')
+
+
+INJECTED = "injected-parameters"  # papermill's tag of the cell of parameters it was given
+COLLAPSE = "collapse-output"  # a cell tag of ours: its printed output is a file, shown folded
+_PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|\s*\d+(\.\d+)?[kMG]?/\d+(\.\d+)?[kMG]?\b.*$")
+
+
+def _cells_tagged(soup: BeautifulSoup, tag: str) -> list[Tag]:
+    """The outermost element of each cell with ``tag`` (mkdocs-jupyter nests two divs per cell,
+    both with the class ``celltag_<tag>``)."""
+    css = f"celltag_{tag}"
+    return [cell for cell in soup.find_all(class_=css)
+            if not any(css in (parent.get("class") or []) for parent in cell.parents)]
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def run_parameters(notebook: dict[str, Any]) -> list[str]:
+    """The assignments of papermill's injected-parameters cell (comments left out)."""
+    lines: list[str] = []
+    for cell in notebook.get("cells", []):
+        if INJECTED in cell.get("metadata", {}).get("tags", []):
+            lines += [line.strip() for line in _source(cell).splitlines()
+                      if line.strip() and not line.lstrip().startswith("#")]
+    return lines
+
+
+def is_progress_bar(text: str) -> bool:
+    """Whether a stderr output holds nothing but tqdm's progress lines."""
+    lines = [line for line in re.split(r"[\r\n]+", text) if line.strip()]
+    return bool(lines) and all(_PROGRESS_LINE.match(line) for line in lines)
+
+
+def folded_source(text: str) -> str:
+    """A printed file as a folded <details>, highlighted as Python when it parses as Python."""
+    count = len(text.rstrip("\n").splitlines())
+    try:
+        ast.parse(text)
+        body = highlight(text, PythonLexer(), HtmlFormatter(cssclass="highlight", wrapcode=True))
+        what = f"script: {count} lines of Python"
+    except SyntaxError:
+        body = f"<pre>{html_escape(text)}</pre>"
+        what = f"text: {count} lines"
+    return (f'<details class="printed-file"><summary>The printed {what} (click to show)'
+            f"</summary>\n{body}</details>")
+
+
+def reader_view(html: str, notebook: dict[str, Any]) -> str:
+    """A notebook page as a reader needs it; see the module's docstring."""
+    soup = BeautifulSoup(html, "html.parser")
+    for toolbar in soup.select(".celltoolbar"):  # the tag chips (parameters, nbval-check-output)
+        toolbar.decompose()
+    parameters = run_parameters(notebook)
+    for cell in _cells_tagged(soup, INJECTED):
+        note = soup.new_tag("p", attrs={"class": "run-parameters"})
+        note.append("The outputs on this page come from a run with these parameters, which the "
+                    "runner (papermill) set over the defaults above: ")
+        for index, line in enumerate(parameters):
+            if index:
+                note.append(", ")
+            code = soup.new_tag("code")
+            code.string = line
+            note.append(code)
+        note.append(".")
+        cell.replace_with(note)
+    for output in soup.select('[data-mime-type="application/vnd.jupyter.stderr"]'):
+        if is_progress_bar(output.get_text()):
+            output["class"] = [*output.get("class", []), "progress-output"]
+    for cell in _cells_tagged(soup, COLLAPSE):
+        for output in cell.select('.jp-OutputArea-output[data-mime-type="text/plain"]'):
+            pre = output.find("pre")
+            if pre is not None:
+                pre.replace_with(BeautifulSoup(folded_source(pre.get_text()), "html.parser"))
+    return str(soup)

@@ -33,28 +33,47 @@ def grid_shape(count: int, columns: int) -> tuple[int, int]:
     return math.ceil(count / columns), columns
 
 
+# Legible where the figure is shown at its own size (JupyterLab, the docs' pages): in pixels
+LABEL_PX = 12  # the height of a label's letters
+MIN_IMAGE_PX = 50  # an image's width, at least (MNIST's 28x28 digits at nearly twice their size)
+MAX_WIDTH_PX = 900  # the grid's width, at most: the docs' column at 1280 px shows it unscaled
+GAP_PX = 6  # between two images
+
+
 def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
                columns: int = 4, title: str | None = None, size: float = 1.8,
                dpi: int = 60) -> Figure:
     """Show every image of a DALI ``Batch`` (CPU or GPU, HWC or CHW, any batch size) in a grid,
     with its label (or class name) above it; returns the figure. ``size`` (inches per image)
-    and ``dpi`` are kept small, so that notebooks with many grids stay small on disk."""
+    and ``dpi`` are kept small, so that notebooks with many grids stay small on disk; whatever
+    they are, an image is at least ``MIN_IMAGE_PX`` wide, a label ``LABEL_PX`` high, and the
+    grid at most ``MAX_WIDTH_PX`` wide (fewer columns then)."""
     arrays = as_arrays(images)
     layout = str(images.layout or "HWC")
     label_values = as_labels(labels) if labels is not None else None
-    rows, cols = grid_shape(len(arrays), columns)
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows * 0.8), dpi=dpi,
-                             squeeze=False)
+    image_px = max(size * dpi, MIN_IMAGE_PX)
+    cell_px = image_px + GAP_PX
+    rows, cols = grid_shape(len(arrays), min(columns, max(1, int(MAX_WIDTH_PX // cell_px))))
+    first = _displayable(arrays[0], layout)
+    aspect = min(max(first.shape[0] / first.shape[1], 0.5), 1.5)  # height / width
+    font_pt = LABEL_PX * 72 / dpi
+    label_in = font_pt * 1.8 / 72 if label_values is not None else 0.0  # a label and its gap
+    title_in = font_pt * 2.4 / 72 if title else 0.0
+    image_in, gap_in = image_px / dpi, GAP_PX / dpi
+    # constrained layout keeps each label clear of the row above it
+    fig, axes = plt.subplots(rows, cols, dpi=dpi, squeeze=False, layout="constrained",
+                             figsize=((image_in + gap_in) * cols,
+                                      rows * (image_in * aspect + label_in + gap_in) + title_in))
+    fig.get_layout_engine().set(w_pad=gap_in / 2, h_pad=gap_in / 2, wspace=0, hspace=0)
     for index, ax in enumerate(axes.flat):
         ax.axis("off")
         if index >= len(arrays):
             continue
-        image = _displayable(arrays[index], layout)
+        image = first if index == 0 else _displayable(arrays[index], layout)
         ax.imshow(image, cmap="gray" if image.ndim == 2 else None)
         if label_values is not None:
             label = label_values[index]
-            ax.set_title(class_names[label] if class_names else f"label {label}", fontsize=9)
+            ax.set_title(class_names[label] if class_names else f"label {label}", fontsize=font_pt)
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=font_pt * 1.15)
     return fig

@@ -3,10 +3,16 @@ in headless Chromium (Playwright driving Debian's /usr/bin/chromium, `.ci/instal
 
 Per page: HTTP 200, no console error or page error, nothing requested from outside the site,
 every <img> decoded (naturalWidth > 0), every internal link answered with 200 (and its anchor
-present), no rendered traceback or error output. The landing page holds the notebook inventory
-and the results table. Screenshots go to build/site-screenshots/. The build must fail, naming
-each fault, on a broken checkout (built from a temporary copy), and no page may show an absolute
-path of a machine.
+present), no rendered traceback or error output. How it reads at 1280x900 and at 390x844 (a
+phone): nothing scrolls the page sideways or spills out of its box, code and outputs wrap at
+spaces, wide outputs scroll in their own box, no test machinery shows (cell tags, papermill's
+injected cell), progress bars are not styled as errors; at 1280 px code fits unwrapped, every
+h2/h3 is in the table of contents and figures keep their width. The landing page holds the
+notebook inventory (scrolling in its box on a phone), the results page the results table and why
+it differs from the published figures; each notebook page says what its download needs. A cell
+tagged collapse-output is shown folded. Screenshots go to build/site-screenshots/. The build
+must fail, naming each fault, on a broken checkout (built from a temporary copy), and no page may
+show an absolute path of a machine.
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ from urllib.parse import urldefrag
 
 import pytest
 import yaml
+from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
-from tools.results_table import render_results_table
+from tools.results_table import render_goals_table, render_results_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -226,7 +233,7 @@ def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base_url: str) -> None:
+def test_landing_page_has_the_inventory(browser: Any, base_url: str) -> None:
     page = browser.new_page()
     try:
         page.goto(base_url + "index.html")
@@ -240,13 +247,188 @@ def test_landing_page_has_the_inventory_and_the_results_table(browser: Any, base
             assert cells[0] == notebook.stem[:2]
             assert cells[3].strip() and cells[4].strip(), f"{notebook.name}: GPU or runtime empty"
             assert row.locator("a").first.get_attribute("href") == f"notebooks/{notebook.stem}.html"
+        assert page.locator(".results-table table").count() == 0, "the results have their own page"
+        assert page.locator("a[href='results.html']").count() >= 1
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_results_page_has_the_table_and_why_it_differs(browser: Any, base_url: str) -> None:
+    page = browser.new_page()
+    try:
+        page.goto(base_url + "results.html")
         results = page.locator(".results-table table")
-        assert results.count() == 1, "no results table on the landing page"
+        assert results.count() == 1, "no results table on the results page"
         expected = render_results_table().splitlines()
         assert results.locator("tbody tr").count() == len(expected) - 4  # header, rule, blank, note
         headers = [h.strip() for h in expected[0].strip("|").split("|")]
         shown = [h.strip() for h in results.locator("th").all_inner_texts()]
         assert shown == [re.sub(r"[`*]", "", h) for h in headers]
+        goals = page.locator(".goals-table table")
+        assert goals.count() == 1, "no goals table on the results page"
+        assert goals.locator("tbody tr").count() == len(render_goals_table().splitlines()) - 4
+        # the reasons beside the numbers
+        assert page.locator("h2", has_text="differ from the published ones").count() == 1
+        text = page.inner_text(".md-content")
+        assert "4,000 real digits repeated" in text and "without naming the machine" in text
+    finally:
+        page.close()
+
+
+# What a reader sees: at 1280 px and on a phone (390 px)
+WIDE = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+NOTEBOOK_PAGES = [page for page in PAGES if page.startswith("notebooks/")]
+FIGURE_MIN_WIDTH = 600  # px at 1280: a figure is shown at its own width, or at least this wide
+# tqdm's line, as the hook recognizes it (docs/hooks.py, is_progress_bar), for JavaScript
+PROGRESS_PATTERN = r"\d+%\|.*\|\s*\d+(\.\d+)?[kMG]?/\d+"
+
+READING_JS = """([minFigure, wide, progress]) => {
+  const problems = [];
+  const doc = document.documentElement;
+  if (doc.scrollWidth > doc.clientWidth + 1)
+    problems.push(`the page scrolls sideways: ${doc.scrollWidth} px in ${doc.clientWidth}`);
+  const content = document.querySelector('.md-content');
+  const start = (el) => el.textContent.trim().slice(0, 60);
+  for (const pre of content.querySelectorAll('pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1)
+      problems.push(`text wider than its box (${pre.scrollWidth} > ${pre.clientWidth}): ${start(pre)}`);
+    const style = getComputedStyle(pre);
+    if (pre.closest('.jp-OutputArea-output, .highlight-ipynb')
+        && (style.wordBreak === 'break-all' || !style.whiteSpace.startsWith('pre-wrap')))
+      problems.push(`wraps mid-word or not at all (${style.wordBreak}, ${style.whiteSpace}): ${start(pre)}`);
+  }
+  for (const output of content.querySelectorAll('.jp-OutputArea-output')) {
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(output).overflowX);
+    if (output.scrollWidth > output.clientWidth + 1 && !scrolls)
+      problems.push(`an output wider than the column, not in a scroll box: ${start(output)}`);
+  }
+  if (content.querySelector('.cell-tag, .celltoolbar'))
+    problems.push('cell tags shown (the test machinery: nbval-check-output, parameters)');
+  if (content.querySelector('.celltag_injected-parameters'))
+    problems.push("papermill's injected-parameters cell shown");
+  for (const out of content.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')) {
+    const background = getComputedStyle(out).backgroundColor;
+    const plain = ['rgba(0, 0, 0, 0)', 'transparent'].includes(background);
+    if (new RegExp(progress).test(out.textContent) && !plain)
+      problems.push(`a progress bar styled as an error (${background}): ${start(out)}`);
+  }
+  if (wide) {
+    for (const pre of content.querySelectorAll('.highlight-ipynb pre')) {
+      const before = pre.style.whiteSpace;
+      pre.style.whiteSpace = 'pre';
+      if (pre.scrollWidth > pre.clientWidth + 1) problems.push(`code does not fit unwrapped: ${start(pre)}`);
+      pre.style.whiteSpace = before;
+    }
+    const toc = new Set(Array.from(document.querySelectorAll('nav.md-nav--secondary a.md-nav__link'))
+                        .map(a => decodeURIComponent((a.getAttribute('href') || '').split('#')[1] || '')));
+    for (const heading of content.querySelectorAll('h2[id], h3[id]'))
+      if (!toc.has(heading.id)) problems.push(`heading not in the table of contents: ${start(heading)}`);
+    for (const img of content.querySelectorAll('img')) {
+      const shown = img.getBoundingClientRect().width;
+      if (shown + 1 < Math.min(img.naturalWidth, minFigure))
+        problems.push(`a figure of ${img.naturalWidth} px shown ${Math.round(shown)} px wide`);
+    }
+  }
+  return problems;
+}"""
+
+
+def reading_problems(browser: Any, url: str, viewport: dict[str, int]) -> list[str]:
+    page = browser.new_page(viewport=viewport)
+    try:
+        page.goto(url, wait_until="load")
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=15_000)
+        return page.evaluate(READING_JS, [FIGURE_MIN_WIDTH, viewport["width"] >= 1200, PROGRESS_PATTERN])
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_reads_at_1280_px(browser: Any, base_url: str, page_path: str) -> None:
+    """Code fits unwrapped, text outputs wrap at spaces and never spill, wide outputs scroll in
+    their own box, every section is in the table of contents, figures keep their width, and
+    nothing of the test machinery shows."""
+    problems = reading_problems(browser, base_url + page_path, WIDE)
+    assert not problems, f"{page_path} at 1280 px:\n" + "\n".join(problems)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_reads_on_a_phone(browser: Any, base_url: str, page_path: str) -> None:
+    problems = reading_problems(browser, base_url + page_path, PHONE)
+    assert not problems, f"{page_path} at 390 px:\n" + "\n".join(problems)
+
+
+@pytest.mark.browser
+def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) -> None:
+    """The checks above, on a page with every fault they look for."""
+    (tmp_path / "bad.html").write_text(
+        '<div class="md-content" style="width: 600px">'
+        '<h2 id="exercises">Exercises</h2>'
+        '<div class="highlight-ipynb"><pre>' + "x = 1  # " + "long " * 60 + "</pre></div>"
+        '<div class="jp-OutputArea-output"><pre style="word-break: break-all; white-space: pre-wrap">'
+        "744 img/s</pre></div>"
+        '<div class="jp-OutputArea-output"><table style="width: 2000px"><tr><td>wide</td></tr></table></div>'
+        '<span class="cell-tag">nbval-check-output</span>'
+        '<div class="celltag_injected-parameters">device = "gpu"</div>'
+        '<div data-mime-type="application/vnd.jupyter.stderr" style="background: #fdd">'
+        "runs: 100%|##########| 74/74 [03:37&lt;00:00]</div>"
+        '<img style="width: 100px" src="wide.png"></div>')
+    Image.new("L", (800, 10)).save(tmp_path / "wide.png")
+    with serve(tmp_path) as url:
+        report = "\n".join(reading_problems(browser, url + "bad.html", WIDE))
+    for expected in ("the page scrolls sideways", "wraps mid-word", "not in a scroll box",
+                     "cell tags shown", "injected-parameters cell shown",
+                     "progress bar styled as an error", "code does not fit unwrapped",
+                     "heading not in the table of contents: Exercises",
+                     "a figure of 800 px shown 100 px wide"):
+        assert expected in report, f"{expected!r} not caught:\n{report}"
+
+
+@pytest.mark.browser
+def test_landing_page_table_scrolls_on_a_phone(browser: Any, base_url: str) -> None:
+    """At 390 px the inventory is wider than the screen: it scrolls inside its own box, and its
+    last column (the runtimes) can be scrolled into view."""
+    page = browser.new_page(viewport=PHONE)
+    try:
+        page.goto(base_url + "index.html")
+        table = page.locator("table", has=page.locator("th", has_text="What you learn"))
+        box = table.locator("xpath=ancestor::div[contains(@class, 'md-typeset__scrollwrap')]")
+        assert box.count() == 1, "the inventory is not in a scroll box"
+        assert box.evaluate("b => getComputedStyle(b).overflowX") in ("auto", "scroll")
+        assert box.evaluate("b => b.scrollWidth > b.clientWidth"), "fits: nothing to check"
+        last = table.locator("th").last
+        assert last.bounding_box()["x"] >= PHONE["width"], "the last column is on screen already"
+        box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+        shown = last.bounding_box()
+        assert 0 <= shown["x"] and shown["x"] + shown["width"] <= PHONE["width"] + 1, shown
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
+def test_notebook_page_says_what_its_download_needs(browser: Any, base_url: str,
+                                                    page_path: str, hooks: Any) -> None:
+    page = browser.new_page()
+    try:
+        page.goto(base_url + page_path)
+        note = page.locator(".notebook-download")
+        name = Path(page_path).with_suffix(".ipynb").name
+        assert note.locator(f"a[download][href='{name}']").count() == 1
+        assert _status(base_url + f"notebooks/{name}") == 200
+        text = note.inner_text()
+        assert re.sub(r"<[^>]+>", "", hooks.NEEDS_THE_REPOSITORY) in text
+        assert "make lab" in text and "make data" in text
+        notebook = json.loads((ROOT / Path(page_path).with_suffix(".ipynb")).read_text())
+        parameters = hooks.run_parameters(notebook)
+        if parameters:  # the injected cell's assignments, said in one line
+            line = page.locator(".run-parameters").inner_text()
+            assert all(p in line for p in parameters), (line, parameters)
     finally:
         page.close()
 
@@ -313,6 +495,48 @@ def test_build_fails_on_a_notebook_without_metadata(tmp_path: Path) -> None:
     assert "01-getting-started.ipynb: metadata['dali_tutorials'] lacks" in result.stderr
 
 
+def _longest_printout(root: Path) -> tuple[Path, int, int]:
+    """The notebook, cell index and line count of the longest stream output of the checkout."""
+    found = []
+    for path in notebook_paths(root):
+        for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                    text = "".join(output["text"])
+                    found.append((len(text.rstrip("\n").splitlines()), path, index))
+    lines, path, index = max(found, key=lambda f: f[0])
+    return path, index, lines
+
+
+@pytest.mark.browser
+def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, tmp_path: Path) -> None:
+    """The longest printout of the notebooks (04's training script), tagged ``collapse-output``
+    in a copy of the checkout: its page shows it folded, in a line, and unfolded on a click."""
+    root = _copy_checkout(tmp_path)
+    path, index, lines = _longest_printout(root)
+    notebook = json.loads(path.read_text())
+    notebook["cells"][index].setdefault("metadata", {}).setdefault("tags", []).append("collapse-output")
+    path.write_text(json.dumps(notebook))
+    result = mkdocs_build(root, tmp_path / "site")
+    assert result.returncode == 0, result.stderr[-3000:]
+    page = browser.new_page(viewport=WIDE)
+    try:
+        with serve(tmp_path / "site") as url:
+            page.goto(url + f"notebooks/{path.stem}.html")
+            folded = page.locator("details.printed-file")
+            assert folded.count() == 1
+            assert folded.get_attribute("open") is None
+            assert f": {lines} lines" in folded.locator("summary").inner_text()
+            assert folded.bounding_box()["height"] < 100
+            folded.locator("summary").click()
+            assert folded.bounding_box()["height"] > lines * 10
+            if "of Python" in folded.locator("summary").inner_text():
+                assert folded.locator(".highlight span.k").count() > 0  # keywords highlighted
+            assert not reading_problems(browser, url + f"notebooks/{path.stem}.html", WIDE)
+    finally:
+        page.close()
+
+
 # Absolute paths of a machine: this one's (the checkout, home, temporary folder) and the usual
 # places of others' (the H200 runner's /root/...), not preceded by a URL's host or path.
 MACHINE_PATHS = re.compile("|".join(
@@ -345,17 +569,75 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     assert not fixed, f"{fixed} hold no machine path any more: remove them from KNOWN_EXCEPTIONS"
 
 
-def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
+@pytest.fixture(scope="module")
+def hooks() -> Any:
+    """docs/hooks.py as a module."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_toc_entries_of_headings_with_code_point_at_the_heading(hooks: Any) -> None:
     """mkdocs-jupyter drops a heading's code span from its table-of-contents anchor; the hook
     points the entry at the heading's real id (a broken anchor fails the browser test)."""
     from mkdocs.structure.toc import AnchorLink  # a docs package: `pytest -m gpu` collects without it
 
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
     truncated = AnchorLink("2 · Samples out of a", "2-samples-out-of-a", 2)
     fine = AnchorLink("1 · Read", "1-read", 2)
-    headings = {"1-read": "1 · Read", "2-samples-out-of-a-batch": "2 · Samples out of a Batch"}
-    hooks.repair_toc([fine, truncated], headings)
+    middle = AnchorLink("The ceiling, , and a thread", "the-ceiling-and-a-thread", 3)
+    headings = {"1-read": "1 · Read", "2-samples-out-of-a-batch": "2 · Samples out of a Batch",
+                "the-ceiling-nddpytorchnodes-and-a-thread": "The ceiling, ndd.pytorch.nodes, and a thread"}
+    hooks.repair_toc([fine, truncated, middle], headings)
     assert (truncated.id, truncated.title) == ("2-samples-out-of-a-batch", "2 · Samples out of a Batch")
+    assert (middle.id, middle.title) == ("the-ceiling-nddpytorchnodes-and-a-thread",
+                                         "The ceiling, ndd.pytorch.nodes, and a thread")
     assert fine.id == "1-read"
+
+
+# a cell as mkdocs-jupyter renders it: two nested divs with the tag's class, the tag chips
+def _cell(tags: list[str], source: str, output: str = "") -> str:
+    classes = " ".join(f"celltag_{tag}" for tag in tags)
+    chips = "".join(f'<span class="cell-tag">{tag}</span>' for tag in tags)
+    return (f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell jp-CodeCell {classes}">'
+            f'<div class="celltoolbar"><span class="tag-container">{chips}</span></div>'
+            f'<div class="highlight-ipynb"><pre>{source}</pre></div>{output}</div></div>')
+
+
+def _stream(text: str, mime: str = "text/plain") -> str:
+    return (f'<div class="jp-OutputArea-output" data-mime-type="{mime}"><pre>{text}</pre></div>')
+
+
+def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts(hooks: Any) -> None:
+    script = "import os\n\n\ndef main() -> None:\n    print(os.getcwd())\n"
+    html = "".join([
+        _cell(["parameters"], 'device = "auto"'),
+        _cell(["injected-parameters"], '# Parameters\ndevice = "gpu"'),
+        _cell(["nbval-check-output"], "print(1)", _stream("1")),
+        _cell([], "loop()", _stream("runs: 100%|##########| 74/74 [03:37&lt;00:00,  2.94s/run]",
+                                    "application/vnd.jupyter.stderr")),
+        _cell([], "warn()", _stream("UserWarning: 3/4 done", "application/vnd.jupyter.stderr")),
+        _cell(["collapse-output"], "print(SCRIPT.read_text())", _stream(script)),
+    ])
+    notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
+                           "source": ['# Parameters\n', 'device = "gpu"\n']}]}
+    shown = hooks.reader_view(html, notebook)
+    assert "cell-tag" not in shown and "celltoolbar" not in shown
+    assert "celltag_injected-parameters" not in shown
+    assert 'class="run-parameters"' in shown and '<code>device = "gpu"</code>' in shown
+    assert 'device = "auto"' in shown  # the notebook's own parameters cell stays
+    assert shown.count("progress-output") == 1  # the tqdm line, not the warning
+    folded = re.search(r'<details class="printed-file"><summary>(.*?)</summary>(.*)</details>', shown, re.S)
+    assert folded, shown
+    assert folded.group(1) == "The printed script: 5 lines of Python (click to show)"
+    assert '<span class="k">def</span>' in folded.group(2)  # highlighted
+    assert not re.search(r"<pre>import os", shown)  # the plain printout is gone
+
+
+def test_progress_bars_are_told_from_other_stderr(hooks: Any) -> None:
+    assert hooks.is_progress_bar("\rruns:   0%|          | 0/74 [00:00<?, ?run/s]\r"
+                                 "runs: 100%|##########| 74/74 [03:37<00:00,  2.94s/run]\n")
+    assert hooks.is_progress_bar("epoch 3: 45%|####5     | 4.5k/10.0k [00:01<00:01]")
+    assert not hooks.is_progress_bar("UserWarning: 50% of the batches were skipped")
+    assert not hooks.is_progress_bar("runs: 100%|##########| 74/74\nTraceback (most recent call last):")
+    assert not hooks.is_progress_bar("\n")

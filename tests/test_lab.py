@@ -1,5 +1,6 @@
-"""Interactive use never writes the committed notebooks: `make lab` serves working copies, and a
-notebook opened, run and saved through JupyterLab's server leaves notebooks/ byte-identical."""
+"""`make lab`: it starts as root too (containers, cloud machines) and says how to reach it from
+another machine; it serves working copies only, and a notebook opened, run and saved through
+JupyterLab's server leaves notebooks/ byte-identical."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,7 +30,6 @@ from tools.suite import suite_metadata
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"
-TOKEN = uuid.uuid4().hex
 
 
 def _free_port() -> int:
@@ -43,13 +44,18 @@ def _committed() -> dict[str, str]:
 
 
 class Server:
-    def __init__(self, port: int, lab: Path) -> None:
-        self.base, self.lab = f"http://127.0.0.1:{port}", lab
+    def __init__(self, port: int, lab: Path, log: Path) -> None:
+        self.base, self.lab, self.log, self.port = f"http://127.0.0.1:{port}", lab, log, port
+        self.token = ""  # read from what `make lab` prints, as a learner does
+
+    def printed_token(self) -> str | None:
+        found = re.search(rf"http://127\.0\.0\.1:{self.port}/lab\?token=(\w+)", self.log.read_text())
+        return found.group(1) if found else None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.base}{path}", data=data, method=method,
-                                         headers={"Authorization": f"token {TOKEN}",
+                                         headers={"Authorization": f"token {self.token}",
                                                   "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -64,23 +70,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`make lab` as a learner starts it, on working copies in a folder of the test's own."""
     lab = tmp_path_factory.mktemp("lab") / "lab"
     port = _free_port()
-    root = " --allow-root" if os.geteuid() == 0 else ""  # containers and CI machines run as root
     log = open(lab.parent / "lab.log", "w")
+    # as the README says to reach it from another machine; no --allow-root: as root (containers,
+    # CI machines) `make lab` must add it itself, or Jupyter refuses to start
     process = subprocess.Popen(
         ["make", "-s", "-C", str(REPO_ROOT), "lab", f"PY={sys.executable}", "SETUP=", f"LAB={lab}",
-         f"LAB_ARGS=--no-browser --port={port} --ServerApp.token={TOKEN} --ServerApp.port_retries=0{root}"],
+         f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.port_retries=0"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(port, lab)
+    server = Server(port, lab, log=lab.parent / "lab.log")
     try:
         deadline = time.time() + 180
         while True:
+            server.token = server.printed_token() or ""
             try:
-                if server.request("GET", "/api/status")[0] == 200:
+                if server.token and server.request("GET", "/api/status")[0] == 200:
                     break
             except OSError:
                 pass
             if process.poll() is not None or time.time() > deadline:
-                pytest.fail(f"make lab did not serve: {(lab.parent / 'lab.log').read_text()[-3000:]}")
+                pytest.fail(f"make lab did not serve: {server.log.read_text()[-3000:]}")
             time.sleep(0.5)
         yield server
     finally:
@@ -98,7 +106,7 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
     """Execute the code cells on the server's kernel over its websocket, as JupyterLab does,
     and put their outputs into ``cells``."""
     url = (f"ws://{server.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
-           f"?session_id={session_id}&token={TOKEN}")
+           f"?session_id={session_id}&token={server.token}")
     connection = await websocket_connect(url)
     try:
         count = 0
@@ -131,6 +139,30 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
         connection.close()
 
 
+def test_make_lab_allows_root_exactly_when_run_as_root(tmp_path: Path) -> None:
+    """The command `make lab` runs (make -n: nothing started): --allow-root as root only."""
+    result = subprocess.run(["make", "-n", "-s", "-C", str(REPO_ROOT), "lab", "PY=python", "SETUP=",
+                             f"LAB={tmp_path / 'lab'}"], capture_output=True, text=True, check=True)
+    command = next(line for line in result.stdout.splitlines() if "-m jupyter lab" in line)
+    assert ("--allow-root" in command.split()) == (os.geteuid() == 0), command
+
+
+def test_make_lab_says_how_to_reach_it(server: Server) -> None:
+    """Its banner says which notebook to open and how to reach the lab from another machine;
+    Jupyter's own lines give the address with the token."""
+    log = server.log.read_text()
+    assert "start with 01-getting-started.ipynb" in log
+    assert 'LAB_ARGS="--ip 0.0.0.0 --port 8888 --no-browser"' in log
+    assert "ssh -N -L 8888:localhost:8888" in log
+    assert server.token and len(server.token) >= 32  # the address it printed is the one that works
+    assert server.request("GET", "/api/status")[0] == 200
+    server.token, real = "wrong", server.token
+    try:
+        assert server.request("GET", "/api/status")[0] == 403  # the token guards it
+    finally:
+        server.token = real
+
+
 def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
     names = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
     status, listing = server.request("GET", "/api/contents")
@@ -138,6 +170,22 @@ def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
     assert sorted(item["name"] for item in listing["content"] if item["type"] == "notebook") == names
     # JupyterLab serves the working copies only: the committed notebooks are out of its reach
     assert server.request("GET", f"/api/contents/../notebooks/{NOTEBOOK}")[0] in (403, 404)
+
+
+def test_a_lab_copy_says_where_its_stored_outputs_came_from(server: Server) -> None:
+    """Until it is re-run, a working copy shows the committed run's outputs: its first cell says
+    so, with that run's date and runtime; the rest of it is the committed notebook."""
+    name = "02-capture-mode.ipynb"  # not the notebook the next test runs and saves
+    committed = nbformat.read(REPO_ROOT / "notebooks" / name, as_version=4)
+    copy = nbformat.read(server.lab / name, as_version=4)
+    note = copy.cells[0]
+    assert note.cell_type == "markdown" and "lab-provenance" in note.metadata.get("tags", [])
+    run = committed.metadata.get("papermill") or {}
+    assert "Until you run a cell" in note.source
+    assert (run.get("end_time") or "an unrecorded date")[:10] in note.source
+    assert f"{run['duration'] / 60:.1f} min" in note.source
+    own = [c.source for c in committed.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert [c.source for c in copy.cells[1:]] == own
 
 
 def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(server: Server) -> None:

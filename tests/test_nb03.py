@@ -3,7 +3,6 @@ GPU run (skipped without --gpu-run)."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -130,10 +129,8 @@ def test_an_lmdb_of_another_size_works_and_a_batch_too_large_is_refused(tmp_path
 # GPU tier: checks of a `tools.suite run --device gpu` output folder (make test-gpu)
 
 
-def test_gpu_run_measured_the_gpu_knobs_and_judged_the_goals(gpu_run: Path) -> None:
-    path = gpu_run / "results" / f"{NAME}.json"
-    assert path.is_file(), f"{NAME} wrote no results: {path}"
-    document = json.loads(path.read_text())
+def test_gpu_run_measured_the_gpu_knobs_and_judged_the_goals(gpu_results) -> None:
+    document = gpu_results(NAME)
     results, parameters = document["results"], document["parameters"]
     assert document["machine"]["gpu"] and parameters["device"] == "gpu"
     knobs = {c["knob"] for c in results["selection"]["configs"].values()}

@@ -19,7 +19,7 @@ Every fact comes from the records themselves (``results/*.json``, written by
                                "format": "{:,.0f}"},
           "gpu_over_cpu": {"label": "GPU / CPU decode, {threads} threads", "format": "{:.2f}x"}}}}
 
-  The keys are the notebook's headline keys, in the order of the rows. ``label`` is a
+  The keys are the notebook's headline keys (rows follow the records' order of keys). ``label`` is a
   :meth:`str.format` template whose fields are looked up in the record's
   ``notebooks.<notebook>.parameters``, then in its ``results`` (top-level values), so a key
   holds no parameter value and the label shows the one each record ran with; records that
@@ -27,7 +27,10 @@ Every fact comes from the records themselves (``results/*.json``, written by
   prefixed by the notebook's number. Keys that the metadata does not list take their label
   from :data:`LEGACY_LABELS` (the keys of records made before the notebooks carried labels,
   with the parameter values of those runs in their names), else the key itself, which
-  ``tests/test_generated_tables.py`` refuses in the committed records;
+  ``tests/test_generated_tables.py`` refuses in the committed records. A ratio's spec may add
+  ``"interval": ["goals", "<goal name>"]`` (or ``["ratios", "<key>"]``): the path, in the
+  record's ``results``, of its ``{"ratio", "ci95"}``; the cell then shows the 95% interval
+  beside the value;
 - the goals table: each notebook's ``results.goals`` in the newest record of a machine with a
   GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one on two),
   ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"`` in
@@ -207,7 +210,7 @@ def fill_label(template: str, entry: dict[str, Any], where: str) -> str:
     return template.format(**values)
 
 
-def _label(notebook: str, key: str, entry: dict[str, Any], specs: dict[str, dict[str, str]],
+def _label(notebook: str, key: str, entry: dict[str, Any], specs: dict[str, dict[str, Any]],
            where: str) -> tuple[str, str]:
     if key in specs:
         spec = specs[key]
@@ -215,10 +218,32 @@ def _label(notebook: str, key: str, entry: dict[str, Any], specs: dict[str, dict
     return LEGACY_LABELS.get((notebook, key), (key, DEFAULT_FORMAT))
 
 
+def interval_of(entry: dict[str, Any], spec: dict[str, Any] | None) -> list[float] | None:
+    """The 95% interval that the spec's ``interval`` path (keys into the entry's ``results``)
+    leads to: a ``{"ratio", "ci95": [low, high]}`` record, as ``helpers.benchmarking`` writes
+    them; None where the spec names none or the record does not hold it."""
+    found: Any = entry.get("results", {})
+    for step in (spec or {}).get("interval") or [None]:
+        if step is None or not isinstance(found, dict) or step not in found:
+            return None
+        found = found[step]
+    return found.get("ci95") if isinstance(found, dict) else None
+
+
+def format_cell(fmt: str, value: Any, interval: list[float] | None) -> str:
+    """``value`` in ``fmt``, followed by its 95% interval where the record holds one."""
+    if interval is None:
+        return fmt.format(value)
+    low, high = interval
+    return f"{fmt.format(value)} [{fmt.format(low)}–{fmt.format(high)}]"
+
+
 def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]]]) -> list[Row]:
-    """One row per notebook and filled label, in notebook order, then the metadata's order of
-    keys (legacy keys after it). Keys whose labels read the same share a row: an older record's
-    ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run with 4 threads.
+    """One row per notebook and filled label, in notebook order, then the order in which the
+    records (oldest first) list their headline keys (the metadata's keys, then legacy ones, after
+    them: the metadata is stored with sorted keys). Keys whose labels read the same share a row:
+    an older record's ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run
+    with 4 threads.
     A cell is "—" where a column holds no key of that label."""
     notebooks = sorted({name for c in columns for name in c.record.get("notebooks", {})} | set(labels))
     rows = []
@@ -228,7 +253,7 @@ def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]
                 for k in c.record.get("notebooks", {}).get(notebook, {}).get("headline", {})]
         legacy = [k for (n, k) in LEGACY_LABELS if n == notebook]
         by_label: dict[str, list[str]] = {}
-        for key in dict.fromkeys([*specs, *legacy, *held]):
+        for key in dict.fromkeys([*held, *specs, *legacy]):  # the records' order first
             for i, column in enumerate(columns):
                 entry = column.record.get("notebooks", {}).get(notebook, {})
                 value = entry.get("headline", {}).get(key)
@@ -239,7 +264,7 @@ def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]
                 cells = by_label.setdefault(label, ["—"] * len(columns))
                 if cells[i] != "—":
                     raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
-                cells[i] = fmt.format(value)
+                cells[i] = format_cell(fmt, value, interval_of(entry, specs.get(key)))
         rows += [Row(f"{notebook[:2]} · {label}", cells) for label, cells in by_label.items()]
     return rows
 
@@ -263,7 +288,8 @@ def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "result
     lines += [f"| {row.label} | " + " | ".join(row.cells) + " |" for row in rows]
     sources = "; ".join(f"[{c.path.name}]({link_prefix}{c.path.name})" for c in columns)
     lines += ["", (f"Each column is one JSON file ({sources}), oldest first: every cell is its "
-                   "`notebooks.<notebook>.headline.<key>` value; medians over the trials. A heading "
+                   "`notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with its 95% "
+                   "interval in brackets where the record holds one). A heading "
                    "names the machine, and the scale and device the record says the notebooks ran "
                    "with (`notebooks.<notebook>.run`). Generated by `python -m tools.results_table`; "
                    "a test keeps it in step with the JSON.")]

@@ -144,16 +144,38 @@ def without_injected_parameters(notebook: Path) -> nbformat.NotebookNode:
     return node
 
 
-def copy_notebooks(dest: Path, fresh: bool = False) -> list[Path]:
+PROVENANCE = "lab-provenance"  # the tag of the note at the top of a lab copy
+
+
+def provenance_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A note that says where the stored outputs of a working copy came from."""
+    run = notebook.metadata.get("papermill") or {}
+    date = (run.get("end_time") or "")[:10] or "an unrecorded date"
+    took = f"{run['duration'] / 60:.1f} min" if run.get("duration") else "runtime unrecorded"
+    cell = nbformat.v4.new_markdown_cell(
+        f"> **Stored outputs.** Until you run a cell, the output under it is the one stored with "
+        f"the committed notebook: the run of {date} that made it ({took}; the machine it ran on "
+        "is in `results/` and on the docs' Results page). Running a cell replaces its output "
+        "with your machine's; to get the stored outputs back, delete this copy and run "
+        "`make lab` again.")
+    cell.metadata["tags"] = [PROVENANCE]
+    return cell
+
+
+def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False) -> list[Path]:
     """Copies of the notebooks without papermill's injected parameters, in ``dest``: working
-    copies for `make lab` (an existing copy is kept: it may hold your work) or for nbval
-    (``fresh``: replaced)."""
+    copies for `make lab` (an existing copy is kept: it may hold your work; ``provenance``: a
+    note first that says where its stored outputs came from) or for nbval (``fresh``:
+    replaced)."""
     dest.mkdir(parents=True, exist_ok=True)
     copies = []
     for notebook in notebooks():
         copy = dest / notebook.name
         if fresh or not copy.exists():
-            nbformat.write(without_injected_parameters(notebook), copy)
+            node = without_injected_parameters(notebook)
+            if provenance:
+                node.cells.insert(0, provenance_cell(nbformat.read(notebook, as_version=4)))
+            nbformat.write(node, copy)
         copies.append(copy)
     return copies
 
@@ -365,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, help="record: the run folder to gather")
     parser.add_argument("--to", type=Path, help="record: the file to write; copy: the folder")
     parser.add_argument("--fresh", action="store_true", help="copy: replace existing copies")
+    parser.add_argument("--provenance", action="store_true",
+                        help="copy: a note first in each copy, where its stored outputs came from")
     args = parser.parse_args(argv)
     if args.command == "record":
         if args.run is None:
@@ -374,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "copy":
         if args.to is None:
             parser.error("copy needs --to FOLDER")
-        copies = copy_notebooks(args.to, args.fresh)
+        copies = copy_notebooks(args.to, args.fresh, args.provenance)
         print(f"{len(copies)} notebooks in {relative(args.to)}")
         return 0
     scale = args.scale or ("bench" if args.command == "bench" else "full")
