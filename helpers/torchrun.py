@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,13 +128,16 @@ def check_gpus_for(nproc_per_node: int, gpus: int) -> None:
             "device=\"cpu\" (gloo, any number of processes).")
 
 
-def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool) -> None:
+def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool,
+            on_line: Callable[[str], None] | None) -> None:
     assert process.stdout is not None
     for line in process.stdout:
         line = line.rstrip("\n")
         launch.lines.append(line)
         if echo:
             print(f"{prefix}{line}", flush=True)
+        if on_line is not None:
+            on_line(line)
 
 
 def _stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
@@ -155,11 +158,13 @@ def _stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
 
 
 def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: Sequence[str] = (),
-                 env: dict[str, str] | None = None, echo: bool = True) -> list[Launch]:
+                 env: dict[str, str] | None = None, echo: bool = True,
+                 on_line: Callable[[str], None] | None = None) -> list[Launch]:
     """Run the commands at the same time (e.g. one torchrun per "node"), each in its own process
     group, echoing their output line by line (prefixed by the label when there are several).
     After ``timeout`` seconds whatever still runs is stopped. When all have ended, every process
-    they started is gone. Raises :class:`LaunchError` unless all exit with 0."""
+    they started is gone. Raises :class:`LaunchError` unless all exit with 0. ``on_line`` is
+    called with every line of output as it comes (from a reader thread)."""
     env = env or launch_environment()
     labels = list(labels) or [f"launch {i}" for i in range(len(commands))]
     if len(labels) != len(commands):
@@ -171,7 +176,8 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
         process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, env=env, cwd=REPO_ROOT, start_new_session=True)
         prefix = f"[{label}] " if len(commands) > 1 else ""
-        thread = threading.Thread(target=_stream, args=(process, launch, prefix, echo), daemon=True)
+        thread = threading.Thread(target=_stream, args=(process, launch, prefix, echo, on_line),
+                                  daemon=True)
         thread.start()
         launches.append(launch)
         processes.append(process)
@@ -215,7 +221,9 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
 
 
 def run_torchrun(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
-                 timeout: float, label: str = "torchrun", echo: bool = True) -> Launch:
+                 timeout: float, label: str = "torchrun", echo: bool = True,
+                 on_line: Callable[[str], None] | None = None) -> Launch:
     """One torchrun launch on this machine (``--standalone``)."""
     command = torchrun_command(script, script_args, nproc_per_node)
-    return run_launches([command], timeout=timeout, labels=[label], echo=echo)[0]
+    return run_launches([command], timeout=timeout, labels=[label], echo=echo,
+                        on_line=on_line)[0]

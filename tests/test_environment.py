@@ -88,7 +88,8 @@ def _imported_packages() -> set[str]:
                 names |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    local = {"helpers", "tools", "conftest"} | {p.stem for p in (ROOT / "tests").glob("*.py")}
+    local = {"helpers", "tools", "conftest"} | {p.stem for p in (ROOT / "tests").glob("*.py")} \
+        | {p.stem for p in (ROOT / "notebooks" / "scripts").glob("*.py")}  # scripts import each other
     return names - set(sys.stdlib_module_names) - local
 
 

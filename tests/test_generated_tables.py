@@ -291,3 +291,17 @@ def test_check_fails_on_a_stale_block_and_the_rewrite_fixes_it(module: Any, tmp_
     assert readme.read_text().endswith("\n\ntail\n") and "stale" not in readme.read_text()
     readme.write_text("# no block\n")
     assert module.main(["--check", "--readme", str(readme)]) == 1
+
+
+def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path) -> None:
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
+            {"01-y": {"headline": {}, "results": {"goals": {"a / b": _goal(1.7, 1.6, 1.8, "met")}}}},
+            machine=H200)
+    _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00",
+            {"01-y": {"headline": {}, "results": {"goals": {"cpu only": _goal(9, 8, 10, "met")}}},
+             "04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, "inconclusive",
+                                                                         launches=3)}}}})
+    rows = [r for r in results_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 0")]
+    assert rows == ["| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
+                    "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current "
+                    "version | — |"]

@@ -5,6 +5,7 @@ inside a function."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,12 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     assert find_cycle(graph) == ["helpers.a", "helpers.b", "helpers.a"]
     assert graph["helpers.b"] == {"helpers.a": False, "tools.x": False}
     assert graph["helpers.a"] == {"helpers.b": True}
+
+
+def test_contributing_lists_every_helpers_module_and_no_other() -> None:
+    """CONTRIBUTING.md's module table is the one place that says what each module is for."""
+    text = (REPO_ROOT / "CONTRIBUTING.md").read_text()
+    listed = re.findall(r"`helpers\.(\w+)`", text)
+    modules = {p.stem for p in (REPO_ROOT / "helpers").glob("*.py") if p.stem != "__init__"}
+    assert set(listed) == modules, (f"missing from CONTRIBUTING.md: {sorted(modules - set(listed))}; "
+                                    f"listed but gone: {sorted(set(listed) - modules)}")

@@ -47,11 +47,13 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     stale = new_code_cell("# Parameters\nanswer = 7\n")
     stale.metadata["tags"] = ["injected-parameters"]
     node.cells.insert(1, stale)
+    node.metadata["papermill"] = {"parameters": {"answer": 7}}  # what that older run recorded
     nbformat.write(node, notebook)
     run = suite.run_notebook(notebook, tmp_path / "out", {})
     assert run.ok, run.error
     executed = nbformat.read(run.executed, as_version=4)
     assert [c.source for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])] == []
+    assert not executed.metadata["papermill"].get("parameters")  # nothing was handed over
     assert run.results == {"answer": 42}  # the notebook's own default, not the stale 7
     recorded = executed.metadata["papermill"]
     assert recorded["input_path"] == str(notebook)  # a path, never a copy of the notebook

@@ -349,6 +349,15 @@ def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/
             lines.append(f"| {notebook[:2]} · no goals recorded | — | — | — | — | — |")
             continue
         lines += [_goal_row(notebook, name, goal, f"{path.name}, {notebook}") for name, goal in goals.items()]
+    # goals that only a record without a GPU holds: stated, never judged here
+    elsewhere = newest_per_notebook([(p, r) for p, r in records(results_dir) if not has_gpu(r)])
+    for notebook, (_, record) in sorted(elsewhere.items()):
+        if notebook in newest:
+            continue
+        for name, goal in (record["notebooks"][notebook].get("results", {}).get("goals") or {}).items():
+            lines.append(f"| {notebook[:2]} · {name} | >= {goal['goal']:g}x | — | — | not judged: no "
+                         "GPU run of this notebook's current version | — |")
+    lines[2:] = sorted(lines[2:], key=lambda row: row[2:4])  # in notebook order
     sources = {path.name: f"[{path.name}]({link_prefix}{path.name}) ({column_heading(path, record, ', {}')})"
                for path, record in newest.values()}
     lines += ["", (f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "

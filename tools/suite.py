@@ -141,6 +141,8 @@ def without_injected_parameters(notebook: Path) -> nbformat.NotebookNode:
     a cell when it is given no parameters): every run starts from the notebook's own defaults."""
     node = nbformat.read(notebook, as_version=4)
     node.cells = [c for c in node.cells if INJECTED not in c.metadata.get("tags", [])]
+    # papermill keeps the parameters it recorded last time when it is given none: drop them too
+    node.metadata.get("papermill", {}).pop("parameters", None)
     return node
 
 
@@ -192,7 +194,8 @@ def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
     """The path papermill reads: the notebook itself, or, when it carries a stale injected
     cell, a cleaned copy in the run folder."""
     node = nbformat.read(notebook, as_version=4)
-    if not any(INJECTED in c.metadata.get("tags", []) for c in node.cells):
+    if not any(INJECTED in c.metadata.get("tags", []) for c in node.cells) and \
+            not node.metadata.get("papermill", {}).get("parameters"):
         return notebook
     clean = out_dir / "sources" / notebook.name
     clean.parent.mkdir(parents=True, exist_ok=True)
