@@ -105,17 +105,28 @@ def test_empty_image_folder(tmp_path: Path) -> None:
         check_image_folder(tmp_path)
 
 
-@pytest.mark.parametrize("damage", ["empty", "not-an-image"])
-def test_a_broken_file_is_named_and_left_alone(damage: str, built: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["empty", "not-an-image", "truncated"])
+@pytest.mark.parametrize("decode_up_to", [0, 1000])
+def test_a_broken_file_is_named_and_left_alone(damage: str, decode_up_to: int, built: Path,
+                                               tmp_path: Path) -> None:
+    """A header that is no image's is named in a folder of any size; a truncated JPEG (a right
+    header) in a folder small enough to decode in full (notebook 01's photos)."""
     folder = tmp_path / "images"
     shutil.copytree(built / "images", folder)
     victim = folder / "space" / "rocket-1.jpg"
-    victim.write_bytes(b"" if damage == "empty" else b"<html>oops</html>")
+    data = victim.read_bytes()
+    victim.write_bytes({"empty": b"", "not-an-image": b"<html>oops</html>",
+                        "truncated": data[: len(data) // 3]}[damage])
     before = _tree(folder)
+    if damage == "truncated" and decode_up_to == 0:
+        assert len(check_image_folder(folder, decode_up_to=0).files) == 21  # headers only
+        return
     with pytest.raises(DataSourceError) as error:
-        check_image_folder(folder)
-    assert str(victim) in str(error.value) and "Remove or replace" in str(error.value)
-    assert ("empty file" if damage == "empty" else "b'<html>oo'") in str(error.value)
+        check_image_folder(folder, decode_up_to=decode_up_to)
+    message = str(error.value)
+    assert str(victim) in message and "Remove or replace that file" in message
+    assert {"empty": "empty file", "not-an-image": "b'<html>oo'",
+            "truncated": "OSError: image file is truncated"}[damage] in message
     assert _tree(folder) == before
 
 
@@ -158,7 +169,7 @@ def test_a_truncated_file_in_a_failed_dali_batch_is_named(truncated: tuple[Path,
     """The header check lets a truncated JPEG pass; DALI fails its batch without naming it;
     check_decodable on that batch's files names it."""
     folder, victim = truncated
-    check_image_folder(folder)
+    check_image_folder(folder, decode_up_to=0)  # as a folder of more than 1,000 images would
     reader = ndd.readers.File(file_root=str(folder))
     jpegs = None
     with pytest.raises(Exception) as dali_error:
