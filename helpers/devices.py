@@ -57,4 +57,7 @@ def skip_message(step: str) -> str:
     """What a notebook prints in place of a GPU step on a machine (or a run) without a GPU."""
     reason = "DALI finds no usable GPU on this machine" if not gpu_available() \
         else 'this run uses device="cpu"'
-    return f"Skipped: {step} runs on a GPU, and {reason}. The CPU steps above are complete."
+    return (f"Skipped: {step} runs on a GPU, and {reason}. The CPU steps above are complete. "
+            "What it shows on a GPU: this notebook as committed in notebooks/ and its page of the "
+            "docs site (`make docs`), where their run had a GPU (the README's inventory says where "
+            "each notebook ran).")

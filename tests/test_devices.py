@@ -38,6 +38,7 @@ def test_unknown_device(no_gpu) -> None:
 
 def test_skip_message_says_why(no_gpu) -> None:
     assert "no usable GPU" in devices.skip_message("Step 6")
+    assert "notebooks/ and its page of the docs site" in devices.skip_message("Step 6")
 
 
 def test_torch_device_names_cuda_for_the_gpu() -> None:
