@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Callable
 
 NAME = "06-checkpoint-resume"
-
-
-def _document(gpu_run: Path) -> dict:
-    return json.loads((gpu_run / "results" / f"{NAME}.json").read_text())
+Results = Callable[[str], dict]
 
 
 def _close(result: dict, tolerance: float) -> bool:
@@ -17,8 +13,8 @@ def _close(result: dict, tolerance: float) -> bool:
                                           result["largest_weight_gap"]) <= tolerance
 
 
-def test_resumes_on_the_gpu_match_the_uninterrupted_runs(gpu_run: Path) -> None:
-    document = _document(gpu_run)
+def test_resumes_on_the_gpu_match_the_uninterrupted_runs(gpu_results: Results) -> None:
+    document = gpu_results(NAME)
     results, tolerance = document["results"], document["results"]["tolerance"]
     assert document["parameters"]["device"] == "gpu" and 0 < tolerance <= 1e-4
     for name in ("resume", "capture_resume"):
@@ -29,8 +25,8 @@ def test_resumes_on_the_gpu_match_the_uninterrupted_runs(gpu_run: Path) -> None:
                if name != "truncated_newest")
 
 
-def test_the_ranks_use_one_gpu_each_when_there_are_enough(gpu_run: Path) -> None:
-    document = _document(gpu_run)
+def test_the_ranks_use_one_gpu_each_when_there_are_enough(gpu_results: Results) -> None:
+    document = gpu_results(NAME)
     dist = document["results"]["distributed"]
     enough = document["machine"]["gpu_count"] >= document["parameters"]["processes"]
     assert dist["device"] == ("gpu" if enough else "cpu")
