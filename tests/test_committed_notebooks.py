@@ -63,7 +63,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
 # given no parameters, kept the older run's metadata.papermill.parameters ({"device": "gpu"})
 # although nothing was injected (run.json records none). The runner now drops them from the
 # source it hands papermill; the next run of these notebooks leaves the metadata clean.
-STALE_PAPERMILL_PARAMETERS = {"01-getting-started", "02-capture-mode"}
+STALE_PAPERMILL_PARAMETERS = {"02-capture-mode"}
 
 
 @pytest.mark.parametrize("notebook", [
@@ -78,7 +78,7 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
 
 # Notebooks whose committed run predates their first cell, which says what they need: the cell
 # joins them with their next GPU run (a committed notebook is changed only by running it).
-NEEDS_CELL_AWAITS_A_RUN = {"01-getting-started", "02-capture-mode", "03-feeding-pytorch-fast"}
+NEEDS_CELL_AWAITS_A_RUN = {"02-capture-mode", "03-feeding-pytorch-fast"}
 
 
 @pytest.mark.parametrize("notebook", [
