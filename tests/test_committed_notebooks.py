@@ -58,12 +58,10 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
     assert shown == {k: pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry["headline"].items()}
 
 
-# A GPU run with this runner injects nothing (tools.suite.parameters_for).
-# Run by the H200 run of 2026-12-01 from notebooks that an older run had injected into: papermill,
-# given no parameters, kept the older run's metadata.papermill.parameters ({"device": "gpu"})
-# although nothing was injected (run.json records none). The runner now drops them from the
-# source it hands papermill; the next run of these notebooks leaves the metadata clean.
-STALE_PAPERMILL_PARAMETERS = {"02-capture-mode"}
+# A GPU run with this runner injects nothing (tools.suite.parameters_for), and the runner drops an
+# older run's metadata.papermill.parameters from the source it hands papermill. Notebooks whose
+# committed run predates that (none now) would be named here until their next run.
+STALE_PAPERMILL_PARAMETERS: set[str] = set()
 
 
 @pytest.mark.parametrize("notebook", [
@@ -76,9 +74,9 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
     assert not node.metadata.get("papermill", {}).get("parameters")
 
 
-# Notebooks whose committed run predates their first cell, which says what they need: the cell
-# joins them with their next GPU run (a committed notebook is changed only by running it).
-NEEDS_CELL_AWAITS_A_RUN = {"02-capture-mode", "03-feeding-pytorch-fast"}
+# Notebooks whose committed run predates their first cell, which says what they need (none now):
+# the cell joins a notebook with its next GPU run (a committed notebook is changed only by running it).
+NEEDS_CELL_AWAITS_A_RUN: set[str] = set()
 
 
 @pytest.mark.parametrize("notebook", [
