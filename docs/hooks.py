@@ -46,7 +46,7 @@ from pygments.lexers import PythonLexer
 try:
     from tools.inventory import notebook_paths, render_inventory
     from tools.readme_blocks import replace_block
-    from tools.results_table import render_goals_table, render_results_table
+    from tools.results_table import render_goals_table, render_published_comparison, render_results_table
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err
@@ -87,7 +87,8 @@ def on_files(files: Files, config: Any) -> Files:
 PAGE_BLOCKS = {
     "index.md": {"inventory": lambda root: render_inventory(root)},
     "results.md": {"results-table": lambda root: render_results_table(root / "results"),
-                   "goals": lambda root: render_goals_table(root / "results")},
+                   "goals": lambda root: render_goals_table(root / "results"),
+                   "published-comparison": lambda root: render_published_comparison(root / "results")},
 }
 
 

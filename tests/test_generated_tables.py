@@ -305,3 +305,44 @@ def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path
     assert rows == ["| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
                     "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current "
                     "version | — |"]
+
+
+def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: float) -> Path:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "seed.json").write_text(json.dumps({"notebooks": {
+        "01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 4000.0,
+                                            "gpu_decode_img_s_4_threads": 16000.0,
+                                            "gpu_over_cpu_4_threads": 4.0}},
+        "02-capture-mode": {"headline": {"eager_samples_per_s": 30000, "capture_samples_per_s": 45000,
+                                         "capture_over_eager": 1.5}}}}))
+    for name, interval in (("01-getting-started", ["goals", "g"]), ("02-capture-mode", None)):
+        spec = {"label": "x", **({"interval": interval} if interval else {})}
+        key = "gpu_over_cpu" if name.startswith("01") else "capture_over_eager"
+        _notebook(tmp_path / "notebooks" / f"{name}.ipynb", {"headline": {key: spec}})
+    _record(results / "gpu.json", "2026-03-02T09:00:00+00:00", {
+        "01-getting-started": {"headline": {"cpu_decode_img_s": 2000.0, "gpu_decode_img_s": 8000.0,
+                                            "gpu_over_cpu": gpu_over_cpu},
+                               "results": {"goals": {"g": _goal(gpu_over_cpu, 3.5, 4.5, "met")}}},
+        "02-capture-mode": {"headline": {"eager_samples_per_s": 10000.0, "capture_samples_per_s": 15000.0,
+                                         "capture_over_eager": capture_over_eager}}}, machine=H200)
+    return results
+
+
+def test_the_published_comparison_is_computed_from_the_records(tmp_path: Path) -> None:
+    text = results_table.render_published_comparison(_published_records(tmp_path, 4.1, 1.6))
+    assert "reads 2.0 to 3.0 times below" in text  # 4000/2000 .. 30000/10000
+    assert "2,000 against 4,000 images/s for CPU decoding in 01" in text
+    assert "10,000 against 30,000 samples/s for eager training in 02" in text
+    assert ("The ratios are closer: the GPU decodes 4.10 times (95% interval 3.50-4.50) as fast as the "
+            "CPU at 4 threads here, against 4.00 in the tutorial") in text
+    assert "capture mode trains 1.60 times as fast as eager mode here, against 1.50" in text
+
+
+def test_the_published_comparison_says_closer_only_when_it_is(tmp_path: Path) -> None:
+    text = results_table.render_published_comparison(_published_records(tmp_path, 12.0, 1.6))
+    assert "The ratios: the GPU decodes 12.00 times" in text and "closer" not in text
+
+
+def test_the_published_comparison_without_a_gpu_record_says_so(tmp_path: Path) -> None:
+    assert "nothing to set beside" in results_table.render_published_comparison(tmp_path)

@@ -368,6 +368,62 @@ def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/
     return "\n".join(lines)
 
 
+# figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
+# key in a record, what it is); a rate (the first two per notebook) or a ratio (the third)
+PUBLISHED_RATES = [
+    ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s", "images/s for CPU decoding in 01"),
+    ("01-getting-started", "gpu_decode_img_s_4_threads", "gpu_decode_img_s",
+     "images/s for GPU decoding in 01 (default `hw_decoder_load`)"),
+    ("02-capture-mode", "eager_samples_per_s", "eager_samples_per_s", "samples/s for eager training in 02"),
+    ("02-capture-mode", "capture_samples_per_s", "capture_samples_per_s", "samples/s for capture training in 02"),
+]
+PUBLISHED_RATIOS = [
+    ("01-getting-started", "gpu_over_cpu_4_threads", "gpu_over_cpu", "the GPU decodes {} as fast as the CPU at 4 threads"),
+    ("02-capture-mode", "capture_over_eager", "capture_over_eager", "capture mode trains {} as fast as eager mode"),
+]
+
+
+def render_published_comparison(results_dir: Path = RESULTS) -> str:
+    """How the newest GPU record's figures compare with those DALI's tutorials printed
+    (``seed.json``): each rate as published against measured, the range of their quotients,
+    and the ratios with their intervals (Markdown, for the docs' results page)."""
+    seed_path = results_dir / SEED
+    newest = newest_per_notebook([(p, r) for p, r in records(results_dir) if has_gpu(r)])
+    notebooks = {n for n, *_ in PUBLISHED_RATES}
+    if not seed_path.is_file() or not notebooks <= set(newest):
+        return ("No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
+                "the published figures.")
+    seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
+    labels = headline_labels(results_dir.parent / "notebooks")
+
+    def measured(notebook: str, key: str) -> tuple[float, dict[str, Any]]:
+        entry = newest[notebook][1]["notebooks"][notebook]
+        return entry["headline"][key], entry
+
+    pairs, quotients = [], []
+    for notebook, seed_key, key, what in PUBLISHED_RATES:
+        value, _ = measured(notebook, key)
+        published = seed[notebook]["headline"][seed_key]
+        quotients.append(published / value)
+        pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
+    dates = sorted({newest[n][1].get("date") or "" for n in notebooks})
+    files = sorted({newest[n][0].name for n in notebooks})
+    lines = [f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
+             f"{max(quotients):.1f} times below \"DALI's tutorials, as published\" for the same figures: "
+             + "; ".join(pairs) + "."]
+    ratios, apart = [], []
+    for notebook, seed_key, key, what in PUBLISHED_RATIOS:
+        value, entry = measured(notebook, key)
+        published = seed[notebook]["headline"][seed_key]
+        apart.append(max(value / published, published / value))
+        interval = interval_of(entry, labels.get(notebook, {}).get(key))
+        shown = f"{value:.2f} times" + (f" (95% interval {interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
+        ratios.append(what.format(shown) + f" here, against {published:.2f} in the tutorial")
+    closer = max(apart) < min(quotients)
+    lines += ["", ("The ratios are closer: " if closer else "The ratios: ") + "; ".join(ratios) + "."]
+    return "\n".join(lines)
+
+
 BLOCKS = {BLOCK: render_results_table, GOALS_BLOCK: render_goals_table}
 
 
