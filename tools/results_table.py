@@ -371,15 +371,19 @@ def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/
 # figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
 # key in a record, what it is); a rate (the first two per notebook) or a ratio (the third)
 PUBLISHED_RATES = [
-    ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s", "images/s for CPU decoding in 01"),
+    ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s",
+     "images/s for CPU decoding in 01"),
     ("01-getting-started", "gpu_decode_img_s_4_threads", "gpu_decode_img_s",
      "images/s for GPU decoding in 01 (default `hw_decoder_load`)"),
     ("02-capture-mode", "eager_samples_per_s", "eager_samples_per_s", "samples/s for eager training in 02"),
-    ("02-capture-mode", "capture_samples_per_s", "capture_samples_per_s", "samples/s for capture training in 02"),
+    ("02-capture-mode", "capture_samples_per_s", "capture_samples_per_s",
+     "samples/s for capture training in 02"),
 ]
 PUBLISHED_RATIOS = [
-    ("01-getting-started", "gpu_over_cpu_4_threads", "gpu_over_cpu", "the GPU decodes {} as fast as the CPU at 4 threads"),
-    ("02-capture-mode", "capture_over_eager", "capture_over_eager", "capture mode trains {} as fast as eager mode"),
+    ("01-getting-started", "gpu_over_cpu_4_threads", "gpu_over_cpu",
+     "the GPU decodes {} as fast as the CPU at 4 threads"),
+    ("02-capture-mode", "capture_over_eager", "capture_over_eager",
+     "capture mode trains {} as fast as eager mode"),
 ]
 
 
@@ -417,7 +421,9 @@ def render_published_comparison(results_dir: Path = RESULTS) -> str:
         published = seed[notebook]["headline"][seed_key]
         apart.append(max(value / published, published / value))
         interval = interval_of(entry, labels.get(notebook, {}).get(key))
-        shown = f"{value:.2f} times" + (f" (95% interval {interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
+        shown = f"{value:.2f} times"
+        if interval:
+            shown += f" (95% interval {interval[0]:.2f}-{interval[1]:.2f})"
         ratios.append(what.format(shown) + f" here, against {published:.2f} in the tutorial")
     closer = max(apart) < min(quotients)
     lines += ["", ("The ratios are closer: " if closer else "The ratios: ") + "; ".join(ratios) + "."]
