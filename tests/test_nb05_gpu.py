@@ -26,6 +26,7 @@ def test_the_gpu_knobs_were_measured(gpu_results: Results) -> None:
     assert {"hw_decoder_load", "threads", "DataLoader workers"} <= knobs
     loads = {c["hw_decoder_load"] for c in configs.values() if c["knob"] == "hw_decoder_load"}
     assert loads == set(document["parameters"]["hw_decoder_loads"])
+    assert document["results"]["device_memory_gib"] > 0
     for run in document["results"]["end_to_end"].values():  # training allocates through torch
         assert all(r["peak_gib"] > 0 for rows in run["trials"].values() for r in rows)
 
