@@ -8,6 +8,7 @@ import math
 import statistics
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from helpers.data_sources import locate_photos
@@ -150,3 +151,18 @@ def test_a_bad_image_dir_says_what_to_do(tmp_path: Path, case: str, expected: st
             (folder / "a" / file.name).write_bytes(file.read_bytes())
     run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"image_dir": str(folder), "device": "cpu"})
     assert not run.ok and expected in run.error, run.error
+
+
+@pytest.mark.notebook
+def test_an_imagenet_style_folder_of_your_own_runs(tmp_path: Path) -> None:
+    """``image_dir`` with train/ and val/ of class subfolders: the header check, then every step."""
+    photos = locate_photos(128, verbose=False)
+    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {
+        "image_dir": str(photos.root), "device": "cpu", "trials": 2, "selection_trials": 1,
+        "dataloader_workers": [2], "thread_counts": [1]})
+    assert run.ok, run.error
+    assert run.results["parameters"]["image_dir"] == "data/photos-128"
+    assert run.results["results"]["labels_agree"] is True
+    executed = nbformat.read(run.executed, as_version=4)
+    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "checked the headers of 128 files" in printed
