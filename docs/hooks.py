@@ -9,7 +9,8 @@ what no library does:
 - the landing page's inventory block and the results page's results and goals blocks are filled
   in by the functions that write the README's (tools.inventory, tools.results_table);
 - each notebook must have been executed (execution counts 1, 2, 3... in order and papermill's
-  metadata), hold no error output, and show every figure it holds on its page;
+  metadata), hold no error output, and show every figure it holds on its page; a notebook never
+  executed (committed before its first GPU run) is shown with a note that says so;
 - links inside a notebook (mkdocs-jupyter renders them, MkDocs never sees them): a link to
   another notebook becomes a link to its page; one that points to nothing is a warning;
 - a notebook page is shaped for readers (:func:`reader_view`): the cell tags of the test
@@ -177,7 +178,8 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     headings = {id_: re.sub(r"<[^>]+>|¶", "", text).strip() for id_, text in _HEADING.findall(html)}
     repair_toc(page.toc, headings)
     notebook = json.loads(Path(page.file.abs_src_path).read_text(encoding="utf-8"))
-    for problem in notebook_problems(notebook):
+    awaiting = awaits_its_first_run(notebook)
+    for problem in [] if awaiting else notebook_problems(notebook):
         log.warning("%s: %s", source, problem)
     shown = sum(1 for payload in _EMBEDDED_IMAGE.findall(html) if _decodes(payload))
     if shown < figure_count(notebook):
@@ -202,7 +204,24 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
         return match.group(0)
 
     name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
-    return download_note(name) + reader_view(_URL_ATTRIBUTE.sub(rewrite, html), notebook)
+    note = download_note(name) + (AWAITING_NOTE if awaiting else "")
+    return note + reader_view(_URL_ATTRIBUTE.sub(rewrite, html), notebook)
+
+
+# A new notebook is committed before its first GPU run (the runner's executed notebook follows):
+# its page says so. tests/test_committed_notebooks.py names each such notebook
+# (AWAITS_ITS_FIRST_GPU_RUN), so that none stays unexecuted unnoticed.
+AWAITING_NOTE = ('<p class="notebook-awaits-run"><strong>Not run yet.</strong> This notebook is shown '
+                 "without outputs: they come with its first run on the GPU machine, which replaces "
+                 "this page. Run it yourself with <code>make lab</code>.</p>\n")
+
+
+def awaits_its_first_run(notebook: dict[str, Any]) -> bool:
+    """Never executed: no code cell has an execution count or an output, and papermill left no
+    metadata (a notebook executed in part, or out of order, is a fault: notebook_problems)."""
+    code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    return (not notebook.get("metadata", {}).get("papermill")
+            and all(c.get("execution_count") is None and not c.get("outputs") for c in code))
 
 
 # What a downloaded notebook needs; its first cell stops with the same words outside the checkout.

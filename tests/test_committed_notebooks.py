@@ -22,13 +22,22 @@ RECORDS = runtimes()[True]
 # names here.
 CPU_RUN_UNTIL_TWO_GPUS = {"04-scaling-out", "06-checkpoint-resume"}
 CPU_RECORDS = runtimes()[False]
+# New notebooks committed before their first run on the GPU runner (unexecuted; the docs show
+# them with a note, docs/hooks.py's awaits_its_first_run). Their checks of committed outputs fail
+# until the run's executed notebook and record are committed; then this test says to drop the name.
+AWAITS_ITS_FIRST_GPU_RUN = {"05-photos-at-scale"}
+
+
+def _awaiting(check: str) -> list:
+    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"awaits its first GPU run: {check}"))
+            if p.stem in AWAITS_ITS_FIRST_GPU_RUN else p for p in notebooks()]
 
 
 def _code_cells(notebook: Path) -> list:
     return [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", _awaiting("no outputs"), ids=lambda p: p.stem)
 def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
     cells = _code_cells(notebook)
     assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
@@ -37,7 +46,7 @@ def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
     assert nbformat.read(notebook, as_version=4).metadata.get("papermill"), "not run by papermill"
 
 
-@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", _awaiting("no record"), ids=lambda p: p.stem)
 def test_outputs_match_the_committed_results(notebook: Path) -> None:
     """The notebook's last output (its headline) is the headline of the committed record, which
     names the GPU it ran on."""

@@ -1,0 +1,168 @@
+"""Notebook 05 (photographs at scale): executed at CI scale on the CPU tier through the shared
+``ci_run`` fixture, with assertions on what it records; its errors for a bad ``image_dir``. The
+checks of its H200 run are in tests/test_nb05_gpu.py."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.data_sources import locate_photos
+from helpers.paths import REPO_ROOT
+from tools import suite
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
+NAME = NOTEBOOK.stem
+GOALS = {"ResNet-50: best dynamic / ceiling": ("resnet50", 0.95),
+         "ResNet-50: best dynamic / best DataLoader": ("resnet50", 1.8),
+         "ResNet-18: best dynamic / best pipeline mode": ("resnet18", 0.95),
+         "ResNet-18: best dynamic / best DataLoader": ("resnet18", 2.5),
+         "cpu: DataLoader / dynamic mode, CPU time per image": (None, 3.0)}
+ROLES = {"ceiling", "best DataLoader", "best pipeline mode", "best dynamic mode", "other dynamic mode"}
+
+
+@pytest.fixture(scope="module")
+def document(ci_run: dict[str, suite.NotebookRun]) -> dict:
+    """What notebook 05 recorded in the shared CI-scale run (conftest's ``ci_run``)."""
+    run = ci_run[NAME]
+    assert run.ok, run.error
+    return run.results
+
+
+def _geometric_mean_ratio(a: list[float], b: list[float]) -> float:
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    return math.exp(sum(logs) / len(logs))
+
+
+def check_goals(document: dict) -> None:
+    """Every goal of the models that ran: the paired ratio of the confirmation rounds, inside its
+    interval, with the verdict that the interval gives."""
+    results, parameters = document["results"], document["parameters"]
+    goals = results["goals"]
+    models = parameters["models"]
+    assert set(goals) == {n for n, (model, _) in GOALS.items() if model is None or model in models}
+    for name, g in goals.items():
+        low, high = g["ci95"]
+        assert g["goal"] == GOALS[name][1] and g["trials"] == parameters["trials"]
+        assert 0 < low <= g["ratio"] <= high
+        expected = "met" if low >= g["goal"] else "not met" if high < g["goal"] else "inconclusive"
+        assert g["verdict"] == expected
+    alone = results["alone"]
+    cpu = [[r["cpu_s_per_1000"] for r in alone["trials"][alone["picks"][role]]]
+           for role in ("best DataLoader", "best capture")]
+    assert goals["cpu: DataLoader / dynamic mode, CPU time per image"]["ratio"] == pytest.approx(
+        _geometric_mean_ratio(*cpu))
+    for model in parameters["models"]:
+        run = results["end_to_end"][model]
+        a, b = ([r["images_per_s"] for r in run["trials"][run["picks"][role]]]
+                for role in ("best dynamic mode", "best DataLoader"))
+        short = "ResNet-50" if model == "resnet50" else "ResNet-18"
+        assert goals[f"{short}: best dynamic / best DataLoader"]["ratio"] == pytest.approx(
+            _geometric_mean_ratio(a, b))
+
+
+def check_trials(document: dict) -> None:
+    """Selection then confirmation, in interleaved rounds of one epoch each."""
+    results, parameters = document["results"], document["parameters"]
+    selection, alone = results["selection"], results["alone"]
+    assert all(len(t) == parameters["selection_trials"] for t in selection["trials"].values())
+    assert all(len(t) == parameters["trials"] for t in alone["trials"].values())
+    configs = selection["configs"]
+    assert {c["workers"] for c in configs.values() if c["loader"] == "dataloader"} == \
+        set(parameters["dataloader_workers"])
+    # the best DataLoader is the selection's best by median, measured again
+    dataloaders = [n for n, c in configs.items() if c["loader"] == "dataloader"]
+    best = max(dataloaders,
+               key=lambda n: statistics.median(r["images_per_s"] for r in selection["trials"][n]))
+    assert alone["picks"]["best DataLoader"] == best
+    for model in parameters["models"]:
+        run = results["end_to_end"][model]
+        assert set(run["picks"]) == ROLES
+        assert all(len(t) == parameters["trials"] for t in run["trials"].values())
+        assert all(len(t) == parameters["selection_trials"] for t in run["selection"].values())
+        dynamic = [n for n in run["selection"] if n.startswith("capture")]
+        assert run["picks"]["best dynamic mode"] == max(
+            dynamic, key=lambda n: statistics.median(r["images_per_s"] for r in run["selection"][n]))
+    for records in [alone["trials"], *(run["trials"] for run in results["end_to_end"].values())]:
+        for rows in records.values():
+            for r in rows:
+                assert r["images"] == parameters["epoch_images"] and r["images_per_s"] > 0
+                assert r["cpu_s_per_1000"] > 0 and 0 <= r["wait_fraction"] <= 1
+
+
+@pytest.mark.notebook
+def test_selection_then_confirmation_in_interleaved_rounds(document) -> None:
+    check_trials(document)
+
+
+@pytest.mark.notebook
+def test_goals_carry_ratio_interval_verdict_and_trials(document) -> None:
+    check_goals(document)
+
+
+@pytest.mark.notebook
+def test_labels_channel_order_and_normalization_agree_across_loaders(document) -> None:
+    results = document["results"]
+    agreement = results["agreement"]
+    assert results["labels_agree"] and results["pixels_agree"] and results["channels_visible"]
+    assert all(a["labels_equal"] for a in agreement.values())
+    assert agreement["pipeline mode"]["mean_levels"] <= 1.0  # the same operators
+    assert agreement["DataLoader"]["channel_mean_levels"] <= 2.0
+    swapped = agreement["DataLoader, channels reversed (BGR)"]
+    assert swapped["mean_levels"] > 3 * agreement["DataLoader"]["mean_levels"]
+
+
+@pytest.mark.notebook
+def test_cpu_time_counts_the_dataloader_workers(document) -> None:
+    """The DataLoader decodes in its workers: its CPU time per image can only be that of a JPEG
+    decode (a millisecond or more) if the workers are counted."""
+    alone = document["results"]["alone"]
+    dataloader = alone["trials"][alone["picks"]["best DataLoader"]]
+    assert statistics.fmean(r["cpu_s_per_1000"] for r in dataloader) > 1.0
+    for run in document["results"]["end_to_end"].values():
+        ceiling = run["trials"][run["picks"]["ceiling"]]
+        assert all(r["wait_fraction"] < 0.05 for r in ceiling)  # its data is in memory already
+
+
+@pytest.mark.notebook
+def test_a_truncated_jpeg_is_named(document) -> None:
+    corrupt = document["results"]["corrupt_file"]
+    assert corrupt["named"] is True and document["results"]["device_memory_gib"] is None  # no GPU
+    assert "is not a readable image" in corrupt["message"] and "Remove or replace" in corrupt["message"]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("case, expected", [
+    ("missing", "does not exist. Pass a folder that holds one subfolder of images per class"),
+    ("empty", "No images found in"),
+    ("small", "is larger than the 4 images in"),
+])
+def test_a_bad_image_dir_says_what_to_do(tmp_path: Path, case: str, expected: str) -> None:
+    folder = tmp_path / "photos"
+    if case != "missing":
+        (folder / "a").mkdir(parents=True)
+    if case == "small":
+        source = sorted(locate_photos(128, verbose=False).val.glob("*/*.jpg"))[:4]
+        for file in source:
+            (folder / "a" / file.name).write_bytes(file.read_bytes())
+    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"image_dir": str(folder), "device": "cpu"})
+    assert not run.ok and expected in run.error, run.error
+
+
+@pytest.mark.notebook
+def test_an_imagenet_style_folder_of_your_own_runs(tmp_path: Path) -> None:
+    """``image_dir`` with train/ and val/ of class subfolders: the header check, then every step."""
+    photos = locate_photos(128, verbose=False)
+    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {
+        "image_dir": str(photos.root), "device": "cpu", "trials": 2, "selection_trials": 1,
+        "dataloader_workers": [2], "thread_counts": [1]})
+    assert run.ok, run.error
+    assert run.results["parameters"]["image_dir"] == "data/photos-128"
+    assert run.results["results"]["labels_agree"] is True
+    executed = nbformat.read(run.executed, as_version=4)
+    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "checked the headers of 128 files" in printed
