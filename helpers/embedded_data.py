@@ -148,7 +148,7 @@ def mnist_order(n_digits: int, records: int, seed: int = 0) -> np.ndarray:
 
 def _write_mnist(tmp: Path, split: str, records: int, seed: int) -> dict:
     import lmdb
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # text, not widgets: no ipywidgets needed in a kernel
 
     all_images, all_labels = mnist_digits()
     digits = mnist_split(len(all_images))[split]
@@ -408,7 +408,7 @@ def photo_set_val_size(size: int, classes: int) -> int:
 
 
 def _write_photo_set(tmp: Path, images: Path, size: int, seed: int, workers: int) -> dict:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # text, not widgets: no ipywidgets needed in a kernel
 
     sources = photo_set_sources(images)
     files = [f for group in sources.values() for f in group]
@@ -423,7 +423,10 @@ def _write_photo_set(tmp: Path, images: Path, size: int, seed: int, workers: int
             keys.append((split, index))
     progress = dict(total=len(jobs), desc=f"photos-{size}", unit="img", mininterval=1)
     if workers > 1:
-        context = multiprocessing.get_context("forkserver")  # safe beside DALI's threads
+        # spawn, not forkserver: safe beside DALI's threads, and it leaves the process's
+        # forkserver unstarted, so that a notebook can still preload modules into it
+        # (multiprocessing.set_forkserver_preload acts only before the forkserver starts)
+        context = multiprocessing.get_context("spawn")
         with context.Pool(workers, _load_photo_sources, (files,)) as pool:
             digests = list(tqdm(pool.imap(_write_photo, jobs, chunksize=32), **progress))
     else:

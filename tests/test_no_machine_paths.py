@@ -18,6 +18,9 @@ MACHINE_FOLDERS = sorted({str(REPO_ROOT), str(Path.home()), tempfile.gettempdir(
 # an absolute path starts a word: not inside a URL, ~/..., $VAR/... or a relative path
 ABSOLUTE = re.compile(r"(?<![\w/.~$-])(?:" + "|".join(re.escape(f) for f in MACHINE_FOLDERS)
                       + r")/[^\s\"'`)\\]*")
+# and any absolute path into an installed package (a warning's or a traceback's file, such as
+# /opt/venv/lib/python3.12/site-packages/tqdm/auto.py): the Python it ran on
+PACKAGE_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\]*/(?:site|dist)-packages/[^\s\"'`)\\]*")
 
 
 def committed_files(root: Path = REPO_ROOT) -> list[Path]:
@@ -29,7 +32,7 @@ def committed_files(root: Path = REPO_ROOT) -> list[Path]:
 
 def machine_paths(path: Path) -> list[str]:
     text = path.read_text(errors="replace")
-    found = set(ABSOLUTE.findall(text))
+    found = set(ABSOLUTE.findall(text)) | set(PACKAGE_FILE.findall(text))
     if path.suffix == ".ipynb":  # papermill records the paths it was handed: a path, relative
         recorded = json.loads(text)["metadata"].get("papermill", {})
         for key in ("input_path", "output_path"):
@@ -49,8 +52,10 @@ def test_the_check_finds_machine_paths_and_spares_the_rest(tmp_path: Path) -> No
     page = tmp_path / "page.md"
     page.write_text(f'see {REPO_ROOT}/data and "/tmp/pytest-1/x.json", /root/out/run\n'
                     "fine: ~/DALI_extra, $DALI_EXTRA_PATH/db, build/run-1, "
-                    "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n")
-    assert machine_paths(page) == sorted({f"{REPO_ROOT}/data", "/tmp/pytest-1/x.json", "/root/out/run"})
+                    "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n"
+                    "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21: TqdmWarning\n")
+    assert machine_paths(page) == sorted({f"{REPO_ROOT}/data", "/tmp/pytest-1/x.json", "/root/out/run",
+                                          "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21:"})
     notebook = tmp_path / "run.ipynb"
     notebook.write_text(json.dumps({"metadata": {"papermill": {"input_path": {"cells": []},
                                                                "output_path": "build/run/x.ipynb"}}}))
