@@ -346,3 +346,15 @@ def test_the_published_comparison_says_closer_only_when_it_is(tmp_path: Path) ->
 
 def test_the_published_comparison_without_a_gpu_record_says_so(tmp_path: Path) -> None:
     assert "nothing to set beside" in results_table.render_published_comparison(tmp_path)
+
+
+def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_path: Path) -> None:
+    _record(tmp_path / "h200-day.json", "2026-03-02T09:00:00+00:00",
+            {"01-y": {"headline": {"a": 1.0}}}, machine={**H200, "gpu_count": 1})
+    _record(tmp_path / "h200-day-photos.json", "2026-03-02T10:00:00+00:00",
+            {"05-z": {"headline": {"b": 2.0}}}, machine={**H200, "gpu_count": 1})
+    _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {"a": 3.0}}})
+    headings = [c.heading for c in results_table.columns_of(tmp_path)]
+    assert headings == ["NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day.json)",
+                        "NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day-photos.json)",
+                        "CPU only, 2 cores, full scale, device auto → unknown (2026-03-03)"]

@@ -274,8 +274,11 @@ def columns_of(results_dir: Path) -> list[Column]:
     seed = results_dir / SEED
     if seed.is_file():
         columns.append(Column("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
-    return columns + [Column(column_heading(path, record), path, record)
-                      for path, record in records(results_dir)]
+    runs = [Column(column_heading(path, record), path, record) for path, record in records(results_dir)]
+    headings = [c.heading for c in runs]
+    # two records of alike machines on one day (another machine of the same kind): the file tells them apart
+    return columns + [c._replace(heading=f"{c.heading[:-1]}, {c.path.name})") if headings.count(c.heading) > 1
+                      and c.heading.endswith(")") else c for c in runs]
 
 
 def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
