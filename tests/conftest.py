@@ -115,5 +115,6 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # a data set that a notebook builds on first use (notebook 05's photo set) is new, not changed
     changed = sorted(k for k in before if after.get(k) != before[k])
     added = sorted(k for k in after if k not in before and not k.endswith("MANIFEST.json"))
-    assert not changed and not added, f"running the notebooks changed committed files or data: {changed + added}"
+    assert not changed and not added, \
+        f"running the notebooks changed committed files or data: {changed + added}"
     return {run.name: run for run in runs}
