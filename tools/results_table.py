@@ -274,11 +274,12 @@ def columns_of(results_dir: Path) -> list[Column]:
     seed = results_dir / SEED
     if seed.is_file():
         columns.append(Column("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
-    runs = [Column(column_heading(path, record), path, record) for path, record in records(results_dir)]
-    headings = [c.heading for c in runs]
+    found = records(results_dir)
+    headings = [column_heading(path, record) for path, record in found]
     # two records of alike machines on one day (another machine of the same kind): the file tells them apart
-    return columns + [c._replace(heading=f"{c.heading[:-1]}, {c.path.name})") if headings.count(c.heading) > 1
-                      and c.heading.endswith(")") else c for c in runs]
+    return columns + [Column(heading if headings.count(heading) == 1
+                             else column_heading(path, record, f" ({{}}, {path.name})"), path, record)
+                      for (path, record), heading in zip(found, headings, strict=True)]
 
 
 def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
@@ -372,7 +373,7 @@ def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/
 
 
 # figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
-# key in a record, what it is); a rate (the first two per notebook) or a ratio (the third)
+# key in a record, what it is); rates, then ratios
 PUBLISHED_RATES = [
     ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s",
      "images/s for CPU decoding in 01"),
@@ -407,17 +408,18 @@ def render_published_comparison(results_dir: Path = RESULTS) -> str:
         entry = newest[notebook][1]["notebooks"][notebook]
         return entry["headline"][key], entry
 
-    pairs, quotients = [], []
+    pairs, quotients, lower = [], [], True
     for notebook, seed_key, key, what in PUBLISHED_RATES:
         value, _ = measured(notebook, key)
         published = seed[notebook]["headline"][seed_key]
-        quotients.append(published / value)
+        lower = lower and value < published
+        quotients.append(max(published / value, value / published))
         pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
     dates = sorted({newest[n][1].get("date") or "" for n in notebooks})
     files = sorted({newest[n][0].name for n in notebooks})
     lines = [f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
-             f"{max(quotients):.1f} times below \"DALI's tutorials, as published\" for the same figures: "
-             + "; ".join(pairs) + "."]
+             f"{max(quotients):.1f} times {'below' if lower else 'apart from'} \"DALI's tutorials, as "
+             "published\" for the same figures: " + "; ".join(pairs) + "."]
     ratios, apart = [], []
     for notebook, seed_key, key, what in PUBLISHED_RATIOS:
         value, entry = measured(notebook, key)
