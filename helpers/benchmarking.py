@@ -161,6 +161,18 @@ def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
                  min(len(a), len(b)), False)
 
 
+def versus(r: Ratio, reference: str, *, faster: str = "faster than",
+           slower: str = "slower than") -> str:
+    """The one wording of a comparison that follows its interval: ``faster`` when the whole
+    interval is above 1, ``slower`` when it is below, otherwise not distinguishable (the ratio
+    and its interval follow in each case)."""
+    if r.low > 1:
+        return f"{faster} {reference} ({r})"
+    if r.high < 1:
+        return f"{slower} {reference} ({r})"
+    return f"not distinguishable from {reference} ({r})"
+
+
 def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:
     """A configuration's typical rate over its trials, the geometric mean, with its 95% t
     interval (on the logarithms): ``(estimate, low, high)``; one trial gives ``(v, v, v)``."""

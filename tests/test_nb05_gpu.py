@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from test_nb05 import GOALS, NAME, check_goals, check_trials
+from test_nb05 import GOALS, NAME, check_fully_captured, check_goals, check_trials
 
 Results = Callable[[str], dict]
 
@@ -17,6 +17,7 @@ def test_the_h200_run_judged_every_goal_over_five_rounds_or_more(gpu_results: Re
     assert set(results["goals"]) == set(GOALS)
     check_goals(document)
     check_trials(document)
+    check_fully_captured(document)
 
 
 def test_the_gpu_knobs_were_measured(gpu_results: Results) -> None:
@@ -35,3 +36,4 @@ def test_the_loaders_agree_and_a_corrupt_file_is_named_on_the_gpu(gpu_results: R
     results = gpu_results(NAME)["results"]
     assert results["labels_agree"] and results["pixels_agree"] and results["channels_visible"]
     assert results["corrupt_file"]["named"] is True
+    assert set(results["corrupt_file"]["dali_says"]) == {"cpu", "gpu"}

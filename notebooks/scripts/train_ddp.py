@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from nvidia.dali import types
 from torch.nn.parallel import DistributedDataParallel
 
-from helpers.capture_inspection import captured_operators
+from helpers.capture_guard import CaptureGuard
 from helpers.mnist_model import MNISTClassifier, accuracy
 
 
@@ -228,13 +228,14 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                   f"{steps} steps of {args.batch_size} per process and epoch "
                   f"(global batch {args.batch_size * world})", flush=True)
 
-        epochs, captured, first_epoch = [], None, None
+        epochs, first_epoch = [], None
+        guard = CaptureGuard(f"rank {rank}")  # stops the run if capture mode runs an operator eagerly
         for epoch in range(args.epochs):
             dist.barrier()  # every rank starts the clock together
             start = time.perf_counter()
             loss_sum, ids = torch.zeros((), device=torch_device), []
             for step, (jpegs, labels) in enumerate(
-                    reader.next_epoch(batch_size=args.batch_size, ctx=ctx, capture=True)):
+                    guard(reader.next_epoch(batch_size=args.batch_size, ctx=ctx, capture=True))):
                 images, targets = preprocess(jpegs, labels, rng, args.device, args.batch_size)
                 if args.check_coverage:  # debug bookkeeping: off in the timed launches
                     ids.append(sample_ids(jpegs))
@@ -246,8 +247,6 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                 loss.backward()  # DDP averages the gradients over the ranks here
                 optimizer.step()
                 loss_sum += loss.detach()
-                if step == 1 and captured is None:
-                    captured = captured_operators()
             if on_gpu:
                 torch.cuda.synchronize()
             seconds = time.perf_counter() - start  # the clock stops here: what follows is untimed
@@ -290,7 +289,7 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
         "stick_to_shard": args.stick_to_shard, "coverage_checked": args.check_coverage,
         "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         if on_gpu else [],
-        "captured_operators": captured, "epochs": epochs,
+        "captured_operators": guard.captured, "epochs": epochs,
         "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
         "held_out_accuracy": held_out,
     }

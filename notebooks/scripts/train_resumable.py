@@ -61,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_ddp import preprocess, write_atomically  # noqa: E402  (notebook 04's script)
 
 from helpers import checkpointing  # noqa: E402
+from helpers.capture_guard import CaptureGuard  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
 
@@ -205,6 +206,7 @@ class Trainer:
         self.pending: list[torch.Tensor] = []  # losses not yet fetched from the device
         self.save_seconds: list[float] = []
         self.fast_forward = 0  # batches skipped after a resume in the middle of an epoch (capture)
+        self.captured: list[str] | None = None  # what the capture loops' guards saw captured
         self.dali = ndd.checkpoint.Checkpoint()  # eager mode: the reader's and the RNG's state
         self.reader = self.rng = None
 
@@ -288,22 +290,26 @@ class Trainer:
             plain = self.args.mode == "capture-plain"
             if plain:
                 reader, rng = self.epoch_reader(0)
+                guard = CaptureGuard("capture-plain")  # raises if capture mode runs anything eagerly
             while self.step < self.total_steps:
                 start, first = time.perf_counter(), self.step
                 epoch, done = divmod(self.step, self.steps_per_epoch)
                 if not plain:
                     ctx = self.context()  # fresh per epoch, as the reader and the RNG
                     reader, rng = self.epoch_reader(epoch)
+                    guard = CaptureGuard(f"capture, epoch {epoch}")  # one guard per reader
                 with ctx:
                     # a resume in the middle of an epoch: its rest eagerly, after the skip
                     capture = done == 0
-                    for i, (jpegs, labels) in enumerate(reader.next_epoch(
-                            batch_size=self.args.batch_size, ctx=ctx, capture=capture)):
+                    batches = reader.next_epoch(batch_size=self.args.batch_size, ctx=ctx, capture=capture)
+                    for i, (jpegs, labels) in enumerate(guard(batches) if capture else batches):
                         if i < done:
                             self.skip(rng)
                             self.fast_forward += 1
                             continue
                         self.train_step(jpegs, labels, rng)
+                if capture:
+                    self.captured = guard.captured
                 epochs.append(self.epoch_record(first, start))
         return epochs
 
@@ -404,7 +410,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
         "steps": trainer.total_steps, "every": args.every, "resumed": resumed,
         "losses": every_rank, "weights_sha256": weights_digest(trainer.model),
         "epochs": epochs, "save_seconds": trainer.save_seconds,
-        "fast_forward_batches": trainer.fast_forward, "model": trainer.model,
+        "fast_forward_batches": trainer.fast_forward, "captured_operators": trainer.captured,
+        "model": trainer.model,
     }
 
 

@@ -1,0 +1,133 @@
+"""The loader scaffolding that notebooks 03 and 05 share: a torch DataLoader feed and a
+pipeline-mode feed with one ``epoch()`` interface, a background thread for any loader, and the
+interleaved rounds in which they are timed. The DALI calls themselves (the dynamic-mode loop, the
+``@pipeline_def``) stay in the notebooks, where the reader sees them.
+
+Every loader here has ``epoch()`` (an iterable over one epoch of ``(images, labels)`` on the
+model's device) and ``close()``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from helpers.benchmarking import interleaved_trials
+
+Batch = tuple[Any, Any]
+
+
+class DataLoaderFeed:
+    """A torch DataLoader at its best for a GPU: persistent ``forkserver`` workers (fresh
+    processes, not forks of one that holds a CUDA context and DALI's threads), a seeded shuffle,
+    pinned memory on a GPU so that ``prepare`` can copy with ``non_blocking=True``. ``prepare``
+    turns one DataLoader batch into ``(images, labels)`` on the model's device."""
+
+    def __init__(self, dataset: Dataset, *, batch_size: int, workers: int,
+                 prepare: Callable[..., Batch], pin_memory: bool, seed: int, shuffle: bool = True,
+                 prefetch_factor: int | None = None) -> None:
+        self.prepare = prepare
+        self.loader: DataLoader | None = DataLoader(
+            dataset, batch_size=batch_size, shuffle=shuffle,
+            generator=torch.Generator().manual_seed(seed), num_workers=workers,
+            multiprocessing_context="forkserver", persistent_workers=True, pin_memory=pin_memory,
+            prefetch_factor=prefetch_factor)
+
+    def epoch(self) -> Iterator[Batch]:
+        for batch in self.loader:
+            yield self.prepare(*batch)
+
+    def close(self) -> None:
+        self.loader = None  # its workers stop with it
+
+
+class PipelineFeed:
+    """Pipeline mode through DALI's PyTorch plugin: ``DALIGenericIterator`` over a built
+    pipeline whose reader is named ``"Reader"``, the last batch kept partial, and the next epoch
+    started as soon as one ends (``auto_reset``, as between the epochs of a training run).
+    ``prepare`` turns the iterator's dict of outputs into ``(images, labels)``."""
+
+    def __init__(self, pipe: Any, outputs: Sequence[str],
+                 prepare: Callable[[Mapping[str, Any]], Batch]) -> None:
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+        self.prepare = prepare
+        self.iterator: Any = DALIGenericIterator(pipe, list(outputs), reader_name="Reader",
+                                                 last_batch_policy=LastBatchPolicy.PARTIAL,
+                                                 auto_reset=True)
+
+    def epoch(self) -> Iterator[Batch]:
+        for (outputs,) in self.iterator:  # one dict per GPU; we use one
+            yield self.prepare(outputs)
+
+    def close(self) -> None:
+        self.iterator = None
+
+
+class InBackground:
+    """Runs a loader's epochs on **one** background Python thread and hands the batches over
+    through a queue of two. The same thread serves every epoch (a capture loop keeps its
+    ``EvalContext`` and its thread); an error in the thread is raised in the training loop; an
+    epoch that the training loop abandons (an error in the model, an interrupt) is still run to
+    its end in the thread, so that a capture loop is never left early; ``close`` stops and joins
+    the thread."""
+
+    _END = object()
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self.requests: queue.Queue = queue.Queue()
+        self.batches: queue.Queue = queue.Queue(maxsize=2)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while self.requests.get():  # one request per epoch; False stops the thread
+            try:
+                for batch in self.loader.epoch():
+                    self.batches.put(batch)
+            except BaseException as error:  # handed to the training loop, raised there
+                self.batches.put(error)
+            else:
+                self.batches.put(self._END)
+
+    def epoch(self) -> Iterator[Batch]:
+        self.requests.put(True)
+        finished = False
+        try:
+            while (item := self.batches.get()) is not self._END:
+                if isinstance(item, BaseException):
+                    finished = True
+                    raise item
+                yield item
+            finished = True
+        finally:
+            while not finished:  # abandoned early: let the thread run its epoch to the end
+                item = self.batches.get()
+                finished = item is self._END or isinstance(item, BaseException)
+
+    def close(self) -> None:
+        self.requests.put(False)
+        self.thread.join()
+        self.loader.close()
+
+
+def rounds(configs: Sequence[Any], count: int, desc: str,
+           trial: Callable[[Any, int], dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``count`` interleaved rounds of ``trial(config, round)`` over ``configs`` (each has a
+    ``name``), with a progress bar; each configuration's records in round order, by name."""
+    by_name = {c.name: c for c in configs}
+    with tqdm(total=count * len(by_name), desc=desc, unit="trial", mininterval=10) as bar:
+        return interleaved_trials(list(by_name), lambda name, k: trial(by_name[name], k), count,
+                                  on_done=lambda *_: bar.update())
+
+
+def rates(records: Mapping[str, Sequence[Mapping[str, Any]]], name: str, key: str) -> list[float]:
+    """One measured value (``key``) of every trial of configuration ``name``."""
+    return [r[key] for r in records[name]]
