@@ -31,7 +31,7 @@ help:
 	@echo "make nbval      nbval on copies of the committed notebooks (run with their own defaults)"
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
-	@echo "make test-gpu   GPU tier: notebooks on the GPU at full size, then nbval (needs a GPU)"
+	@echo "make test-gpu   GPU tier: each notebook once on the GPU at full size, then the GPU tests (needs a GPU)"
 	@echo "make bench      benchmark trials into results/<machine>-<date>.json"
 	@echo "make docs       the static site of the committed notebooks into build/site (runs nothing)"
 	@echo "make setup      the virtual environment $(VENV) (and Debian's chromium when it can)"
@@ -73,11 +73,10 @@ nbval: data
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 
+# each notebook runs once: the runner executes it, the GPU tests check what it recorded
 test-gpu: data
 	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN) $(if $(ONLY),--only $(ONLY))
 	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests
-	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg $(GPU_RUN)/notebooks
 
 bench: data
 	$(PY) -m tools.suite bench --device auto $(if $(OUT),--out $(OUT))
