@@ -37,3 +37,15 @@ def relative(path: str | Path) -> str:
             continue
         return f"{prefix}{inside.as_posix()}" if prefix or str(inside) != "." else "."
     return path.as_posix()
+
+
+def work_folder(name: str) -> Path:
+    """A notebook's scratch folder, ``build/<name>`` of the checkout: the same name in every run
+    (so that the outputs name no temporary folder), emptied when the notebook starts. It holds
+    only what the notebook itself writes there."""
+    import shutil
+
+    folder = REPO_ROOT / "build" / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
