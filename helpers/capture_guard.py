@@ -29,9 +29,10 @@ T = TypeVar("T")
 
 WATCHED_STEPS = 2  # steps checked at the start of every epoch: the traced one and a captured one
 WHAT_TO_DO = (
-    "What to do: give each argument a value capture mode can prove constant: a literal, a tuple "
-    "of literals (not a list, which could change), a DALI constant, or the value wrapped in "
-    "ndd.capture.invariant(...) (a global, an attribute, a function's result, a list as a tuple). "
+    "What to do: give each argument a value capture mode can prove constant: a literal, a list "
+    "or tuple of literals written in the call, a DALI constant, or a value wrapped in "
+    "ndd.capture.invariant(...) (a global, an attribute, a function's result; a name bound to a "
+    "list, which could change, wrapped as a tuple). "
     "An operator whose input is the output of an eager one is eager too: fix the first one. "
     "Notebook 02, 'The capture rules, seen in action', shows each rule.")
 

@@ -197,8 +197,8 @@ class ImageFolder:
 
 def _unreadable(file: Path, reason: str) -> DataSourceError:
     return DataSourceError(
-        f"{file} is not a readable image ({reason}). DALI would fail the whole batch that holds "
-        "it (\"nvImageCodec failure\"). Remove or replace that file.")
+        f"{file} is not a readable image ({reason}). DALI fails the whole batch that holds it. "
+        "Remove or replace that file.")
 
 
 def _header_problem(path: str) -> str | None:
@@ -221,8 +221,9 @@ def _header_problem(path: str) -> str | None:
 def check_image_folder(path: str | Path, *, decode_up_to: int = 1000) -> ImageFolder:
     """Check a folder before DALI reads it, so that a problem names the file at fault.
 
-    DALI reports an empty folder as "No files found" and a corrupt JPEG as an
-    ``nvImageCodec failure`` of the whole batch, without the file's name. This check reads the
+    DALI reports an empty folder as "No files found", and a corrupt JPEG fails its whole batch
+    (DALI 2.4's decoder names the sample, relative to the reader's root, without the reason)
+    once training has started. This check reads the
     first 16 bytes of each file, in threads (under 10 µs of CPU a file from the page cache:
     seconds for a million): an empty file, or one that starts like no image format (an HTML
     error page saved as ``.jpg``), is named at once. A folder of up to ``decode_up_to`` images
@@ -266,8 +267,8 @@ def batch_files(encoded: Any, root: str | Path) -> list[Path]:
 
 def check_decodable(files: Iterable[str | Path]) -> None:
     """Decode each file in full (PIL) and raise a ``DataSourceError`` that names every one that
-    fails: call it with the files of a batch DALI failed to decode (``batch_files``), which DALI's
-    own error does not name. Returns quietly when all decode, for the caller to re-raise DALI's
+    fails, with the reason: call it with the files of a batch DALI failed to decode
+    (``batch_files``). Returns quietly when all decode, for the caller to re-raise DALI's
     error (the fault is then elsewhere). About a millisecond a photo: for a batch, not a folder."""
     from PIL import Image, UnidentifiedImageError
 
@@ -284,5 +285,5 @@ def check_decodable(files: Iterable[str | Path]) -> None:
         raise DataSourceError(
             f"{len(broken)} files are not readable images: "
             + "; ".join(f"{file} ({reason})" for file, reason in broken)
-            + ". DALI fails the whole batch that holds one (\"nvImageCodec failure\"). Remove or "
+            + ". DALI fails the whole batch that holds one. Remove or "
             "replace those files.")

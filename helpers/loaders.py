@@ -72,7 +72,8 @@ class PipelineFeed:
 
 class InBackground:
     """Runs a loader's epochs on **one** background Python thread and hands the batches over
-    through a queue of two. The same thread serves every epoch (a capture loop keeps its
+    through a queue of two (a third may wait to be put). The same thread serves every epoch (a
+    capture loop keeps its
     ``EvalContext`` and its thread); an error in the thread is raised in the training loop; an
     epoch that the training loop abandons (an error in the model, an interrupt) is still run to
     its end in the thread, so that a capture loop is never left early; ``close`` stops and joins
@@ -112,9 +113,12 @@ class InBackground:
                 item = self.batches.get()
                 finished = item is self._END or isinstance(item, BaseException)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
         self.requests.put(False)
-        self.thread.join()
+        self.thread.join(timeout)  # a thread stuck handing over a batch nobody takes: give up
+        if self.thread.is_alive():
+            raise RuntimeError("InBackground: the loader's thread did not stop; an epoch it was "
+                               "serving was never drained. Restart the kernel to free it.")
         self.loader.close()
 
 

@@ -49,7 +49,7 @@ def _prose(notebook: Path) -> list[str]:
         if cell.cell_type != "markdown":
             continue
         text = cell.source
-        heading = re.search(r"^#+\s*(%s)\b" % "|".join(LEFT_OUT_SECTIONS), text, re.IGNORECASE | re.MULTILINE)
+        heading = re.search(rf"^#+\s*({'|'.join(LEFT_OUT_SECTIONS)})\b", text, re.IGNORECASE | re.MULTILINE)
         if heading:
             cells.append(text[:heading.start()])
             break
