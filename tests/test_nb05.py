@@ -70,7 +70,7 @@ def check_goals(document: dict) -> None:
 
 
 def check_trials(document: dict) -> None:
-    """Selection then confirmation, in interleaved rounds of one epoch each."""
+    """Selection then confirmation, in interleaved rounds of a fixed amount of work each."""
     results, parameters = document["results"], document["parameters"]
     selection, alone = results["selection"], results["alone"]
     assert all(len(t) == parameters["selection_trials"] for t in selection["trials"].values())
@@ -91,10 +91,11 @@ def check_trials(document: dict) -> None:
         dynamic = [n for n in run["selection"] if n.startswith("capture")]
         assert run["picks"]["best dynamic mode"] == max(
             dynamic, key=lambda n: statistics.median(r["images_per_s"] for r in run["selection"][n]))
-    for records in [alone["trials"], *(run["trials"] for run in results["end_to_end"].values())]:
+    for records, epochs in [(alone["trials"], parameters["alone_epochs"]),
+                            *((run["trials"], 1) for run in results["end_to_end"].values())]:
         for rows in records.values():
-            for r in rows:
-                assert r["images"] == parameters["epoch_images"] and r["images_per_s"] > 0
+            for r in rows:  # a loader alone runs alone_epochs epochs a trial, one feeding a model
+                assert r["images"] == epochs * parameters["epoch_images"] and r["images_per_s"] > 0
                 assert r["cpu_s_per_1000"] > 0 and 0 <= r["wait_fraction"] <= 1
 
 
