@@ -28,10 +28,8 @@ FIGURES_ALLOWED = {
                         "350": "a photograph is about 350 times a digit's pixels (640x427 / 28x28)",
                         "640": "the embedded photographs' width",
                         "0.5": "an example of arithmetic on a batch (`images * 0.5`)"},
-    "03-feeding-pytorch-fast": {"2.4": "the DALI version"},
     "04-scaling-out": {"29400": "torchrun's default rendezvous port, in an example command"},
-    "05-photos-at-scale": {"0.8": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
-                           "1.25": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]"},
+    "05-photos-at-scale": {"1.25": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]"},
 }
 # Sentences with a comparative word that state no comparison of two measurements.
 COMPARATIVES_ALLOWED = {
