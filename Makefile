@@ -28,7 +28,7 @@ help:
 	@echo "make test       set up, then lint, the tests (unit, notebooks at CI scale, browser) and nbval"
 	@echo "make test-fast  unit tests only (no notebook runs, no browser, nothing slow): the inner loop"
 	@echo "make lint       ruff on the code and the notebooks, actionlint on the CI workflows"
-	@echo "make nbval      nbval on copies of the committed notebooks (run with their own defaults)"
+	@echo "make nbval      nbval on copies of the notebooks with checked cells (run with their own defaults)"
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
 	@echo "make test-gpu   GPU tier: each notebook once on the GPU at full size, then the GPU tests (needs a GPU)"
@@ -66,10 +66,11 @@ test: lint data
 test-fast: data
 	$(PY) -m pytest -m "not slow and not browser and not notebook"
 
-# the committed notebooks without the parameters their GPU run injected: their own defaults
+# nbval re-runs, at their own defaults, the committed notebooks that have cells whose outputs it
+# compares (nbval-check-output); every notebook already ran once in the tests' CI-scale run
 nbval: data
 	rm -rf $(NBVAL_COPIES)
-	$(PY) -m tools.suite copy --to $(NBVAL_COPIES)
+	$(PY) -m tools.suite copy --checked-only --to $(NBVAL_COPIES)
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 

@@ -164,14 +164,25 @@ def provenance_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return cell
 
 
-def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False) -> list[Path]:
+CHECKED = "nbval-check-output"  # the tag of a cell whose outputs nbval compares
+
+
+def has_checked_cells(notebook: Path) -> bool:
+    return any(CHECKED in c.metadata.get("tags", []) for c in nbformat.read(notebook, as_version=4).cells)
+
+
+def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False,
+                   checked_only: bool = False) -> list[Path]:
     """Copies of the notebooks without papermill's injected parameters, in ``dest``: working
     copies for `make lab` (an existing copy is kept: it may hold your work; ``provenance``: a
     note first that says where its stored outputs came from) or for nbval (``fresh``:
-    replaced)."""
+    replaced; ``checked_only``: only the notebooks with cells whose outputs nbval compares, as
+    the others are executed once already by the CI-scale run of the tests)."""
     dest.mkdir(parents=True, exist_ok=True)
     copies = []
     for notebook in notebooks():
+        if checked_only and not has_checked_cells(notebook):
+            continue
         copy = dest / notebook.name
         if fresh or not copy.exists():
             node = without_injected_parameters(notebook)
@@ -390,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, help="record: the run folder to gather")
     parser.add_argument("--to", type=Path, help="record: the file to write; copy: the folder")
     parser.add_argument("--fresh", action="store_true", help="copy: replace existing copies")
+    parser.add_argument("--checked-only", action="store_true",
+                        help="copy: only the notebooks that have nbval-check-output cells")
     parser.add_argument("--provenance", action="store_true",
                         help="copy: a note first in each copy, where its stored outputs came from")
     args = parser.parse_args(argv)
@@ -401,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "copy":
         if args.to is None:
             parser.error("copy needs --to FOLDER")
-        copies = copy_notebooks(args.to, args.fresh, args.provenance)
+        copies = copy_notebooks(args.to, args.fresh, args.provenance, args.checked_only)
         print(f"{len(copies)} notebooks in {relative(args.to)}")
         return 0
     scale = args.scale or ("bench" if args.command == "bench" else "full")
