@@ -134,7 +134,8 @@ def test_gpu_run_measured_the_gpu_knobs_and_judged_the_goals(gpu_results) -> Non
     results, parameters = document["results"], document["parameters"]
     assert document["machine"]["gpu"] and parameters["device"] == "gpu"
     knobs = {c["knob"] for c in results["selection"]["configs"].values()}
-    assert {"hw_decoder_load", "threads", "batch size and decoding", "DataLoader workers and batch size"} <= knobs
+    assert {"hw_decoder_load", "threads", "batch size and decoding",
+            "DataLoader workers and batch size"} <= knobs
     assert parameters["trials"] >= 5
     assert results["same_records_every_epoch"] is True and results["dali_loaders_bit_equal"] is True
     check_goals(document)
