@@ -6,8 +6,9 @@ what no library does:
 
 - the committed notebooks (notebooks/NN-*.ipynb) and results records (results/*.json) of the
   checkout become files of the site, where MkDocs checks the nav and the links against them;
-- the landing page's inventory block and the results page's results and goals blocks are filled
-  in by the functions that write the README's (tools.inventory, tools.results_table);
+- the landing page's inventory block and the results page's blocks (goals, a table per notebook,
+  the published comparison) are filled in by the functions that write the README's and the
+  committed page's (tools.inventory, tools.results_table), with the site's links;
 - each notebook must have been executed (execution counts 1, 2, 3... in order and papermill's
   metadata), hold no error output, and show every figure it holds on its page; a notebook never
   executed (committed before its first GPU run) is shown with a note that says so;
@@ -47,7 +48,7 @@ from pygments.lexers import PythonLexer
 try:
     from tools.inventory import notebook_paths, render_inventory
     from tools.readme_blocks import replace_block
-    from tools.results_table import render_goals_table, render_published_comparison, render_results_table
+    from tools.results_table import render_goals_table, render_notebook_tables, render_published_comparison
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err
@@ -83,12 +84,13 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
-# the README's generated blocks, and the pages that show them: the landing page the notebook
-# inventory, the results page the results and goals tables
+# the generated blocks of the pages, with the site's links: the landing page the notebook
+# inventory (the README's), the results page the goals, a table per notebook and the published
+# comparison (committed with links from docs/pages/, `python -m tools.results_table`)
 PAGE_BLOCKS = {
     "index.md": {"inventory": lambda root: render_inventory(root)},
-    "results.md": {"results-table": lambda root: render_results_table(root / "results"),
-                   "goals": lambda root: render_goals_table(root / "results"),
+    "results.md": {"goals": lambda root: render_goals_table(root / "results"),
+                   "notebook-tables": lambda root: render_notebook_tables(root / "results"),
                    "published-comparison": lambda root: render_published_comparison(root / "results")},
 }
 

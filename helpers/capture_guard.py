@@ -75,10 +75,10 @@ def available() -> bool:
 
 
 def _source_text(node: Any) -> str | None:
-    try:
-        import libcst
+    try:  # the source of an argument, with the parser DALI's capture analysis uses
+        from nvidia.dali.experimental.dynamic._source_analysis import cst
 
-        return libcst.Module([]).code_for_node(node)
+        return cst.Module([]).code_for_node(node)
     except Exception:  # noqa: BLE001  (a name for the message, never a reason to fail)
         return None
 

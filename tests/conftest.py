@@ -118,3 +118,17 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert not changed and not added, \
         f"running the notebooks changed committed files or data: {changed + added}"
     return {run.name: run for run in runs}
+
+
+def headline_output(cells) -> dict:
+    """The headline a notebook shows: the dict that its "Save the results" cell ends with (the
+    last code cell whose result is a dict; a conclusion cell with the answer may follow it)."""
+    import ast
+
+    for cell in reversed([c for c in cells if c.get("cell_type") == "code"]):
+        for output in reversed(cell.get("outputs", [])):
+            text = output.get("data", {}).get("text/plain", "")
+            if output.get("output_type") == "execute_result" and str(text).lstrip().startswith("{"):
+                return ast.literal_eval(text if isinstance(text, str) else "".join(text))
+    raise AssertionError("no cell of the notebook ends with its headline dict")
+

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import headline_output
 
 from tools.inventory import runtimes
 from tools.suite import INJECTED, notebooks
@@ -63,7 +64,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
         device = "gpu"
     entry = record["notebooks"][notebook.stem]
     assert entry["parameters"]["device"] == device
-    shown = ast.literal_eval(_code_cells(notebook)[-1].outputs[-1]["data"]["text/plain"])
+    shown = headline_output(nbformat.read(notebook, as_version=4).cells)
     # as shown: a rate the notebook rounds to a whole number equals the record's, rounded
     assert shown == {k: round(v) if isinstance(shown.get(k), int)
                      else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry["headline"].items()}
@@ -97,7 +98,6 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
                                                                      tmp_path: Path) -> None:
     """Its first code cell, run by a Python that cannot import the checkout, stops with the
     words of the docs' download note (docs/hooks.py's NEEDS_THE_REPOSITORY)."""
-    import ast
     import re
     import subprocess
     import sys

@@ -8,8 +8,9 @@ phone): nothing scrolls the page sideways or spills out of its box, code and out
 spaces, wide outputs scroll in their own box, no test machinery shows (cell tags, papermill's
 injected cell), progress bars are not styled as errors; at 1280 px code fits unwrapped, every
 h2/h3 is in the table of contents and figures keep their width. The landing page holds the
-notebook inventory (scrolling in its box on a phone), the results page the results table and why
-it differs from the published figures; each notebook page says what its download needs. A cell
+notebook inventory (scrolling in its box on a phone), the results page the goals, a table per
+notebook and the published figures, in that order, and why they differ; each notebook page says
+what its download needs. A cell
 tagged collapse-output is shown folded. Screenshots go to build/site-screenshots/. The build
 must fail, naming each fault, on a broken checkout (built from a temporary copy), and no page may
 show an absolute path of a machine.
@@ -42,7 +43,7 @@ from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
-from tools.results_table import render_goals_table, render_results_table
+from tools.results_table import render_goals_table, render_notebook_table, render_published_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -258,21 +259,33 @@ def test_landing_page_has_the_inventory(browser: Any, base_url: str) -> None:
         page.close()
 
 
+def _headers(markdown_table: str) -> list[str]:
+    return [re.sub(r"[`*]", "", h.strip()) for h in markdown_table.splitlines()[0].strip("|").split("|")]
+
+
 @pytest.mark.browser
-def test_results_page_has_the_table_and_why_it_differs(browser: Any, base_url: str) -> None:
+def test_results_page_has_the_tables_and_why_they_differ(browser: Any, base_url: str) -> None:
+    """The goals first, then a table per notebook (a column per record that holds it), then the
+    published figures beside this suite's, and the reasons."""
     page = browser.new_page()
     try:
         page.goto(base_url + "results.html")
-        results = page.locator(".results-table table")
-        assert results.count() == 1, "no results table on the results page"
-        expected = render_results_table().splitlines()
-        assert results.locator("tbody tr").count() == len(expected) - 4  # header, rule, blank, note
-        headers = [h.strip() for h in expected[0].strip("|").split("|")]
-        shown = [h.strip() for h in results.locator("th").all_inner_texts()]
-        assert shown == [re.sub(r"[`*]", "", h) for h in headers]
         goals = page.locator(".goals-table table")
         assert goals.count() == 1, "no goals table on the results page"
         assert goals.locator("tbody tr").count() == len(render_goals_table().splitlines()) - 4
+        expected = [t for t in (render_notebook_table(p.stem) for p in notebook_paths()) if t]
+        tables = page.locator(".results-table table")
+        assert tables.count() == len(expected), "not one results table per notebook with records"
+        for table, markdown in zip(tables.all(), expected, strict=True):
+            assert table.locator("tbody tr").count() == len(markdown.splitlines()) - 2  # header, rule
+            assert [h.strip() for h in table.locator("th").all_inner_texts()] == _headers(markdown)
+        published = page.locator("table", has=page.locator("th", has_text="DALI's tutorials, as published"))
+        assert published.count() == 1
+        shown = [h.strip() for h in published.locator("th").all_inner_texts()]
+        assert shown == _headers(render_published_table())
+        tops = [goals.bounding_box()["y"], tables.first.bounding_box()["y"], tables.last.bounding_box()["y"],
+                published.bounding_box()["y"]]
+        assert tops == sorted(tops), "the goals, then the tables per notebook, then the published figures"
         # the reasons beside the numbers
         assert page.locator("h2", has_text="differ from the published ones").count() == 1
         text = page.inner_text(".md-content")

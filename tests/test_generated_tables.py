@@ -1,21 +1,29 @@
-"""The README's generated tables: the notebook inventory (tools.inventory, from the notebooks'
-metadata and measured runtimes) and the results table (tools.results_table, from results/)."""
+"""The generated blocks: the README's notebook inventory (tools.inventory, from the notebooks'
+metadata and measured runtimes) and its findings (tools.findings, sentences from results/), and the
+results page's goals, per-notebook tables and published comparison (tools.results_table)."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
-from tools import inventory, results_table, suite
+from tools import findings, inventory, results_table, suite
+
+RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 
 
-def module_blocks(module: Any) -> list[str]:
-    return list(getattr(module, "BLOCKS", [module.BLOCK]))
+def module_blocks(module: Any) -> dict[str, list[str]]:
+    """``{command-line option of the page: its block names}`` that a module's command writes."""
+    if module is results_table:
+        return {"readme": list(results_table.README_BLOCKS), "results-page": list(results_table.PAGE_BLOCKS)}
+    return {"readme": [module.BLOCK]}
 
 
 def _notebook(path: Path, meta: dict[str, Any] | None, duration: float | None = None) -> None:
@@ -52,10 +60,31 @@ def test_readme_inventory_matches_the_notebooks() -> None:
     assert inventory.render_inventory() in (REPO_ROOT / "README.md").read_text()
 
 
-def test_readme_results_and_goals_tables_match_the_json() -> None:
+def test_readme_findings_and_the_results_page_match_the_json() -> None:
     assert results_table.main(["--check"]) == 0
+    assert findings.render_findings() in (REPO_ROOT / "README.md").read_text()
+    page = RESULTS_PAGE.read_text()
+    prefix = results_table.PAGE_PREFIX
+    for render in (results_table.render_goals_table, results_table.render_notebook_tables,
+                   results_table.render_published_comparison):
+        assert render(prefix=prefix) in page
+
+
+def test_the_readme_holds_no_table_of_figures_and_at_most_1200_words() -> None:
+    """The README is for the learner: the inventory is its only table (every table of figures is
+    on the results page), and it stays short (`wc -w README.md`)."""
     readme = (REPO_ROOT / "README.md").read_text()
-    assert results_table.render_results_table() in readme and results_table.render_goals_table() in readme
+    assert len(readme.split()) <= 1200, f"README.md has {len(readme.split())} words"
+    headers = [line for line in readme.splitlines() if re.match(r"\|\s*[-:]+\s*\|", line)]
+    assert len(headers) == 1, "a table besides the inventory: move it to docs/pages/results.md"
+    assert "<!-- results-table:start -->" not in readme and "<!-- goals:start -->" not in readme
+
+
+def test_the_results_page_has_the_goals_then_the_tables_then_the_published_figures() -> None:
+    page = RESULTS_PAGE.read_text()
+    starts = [page.index(f"<!-- {name}:start -->") for name in ("goals", "notebook-tables",
+                                                                 "published-comparison")]
+    assert starts == sorted(starts)
 
 
 H200 = {"gpu": "NVIDIA H200", "gpu_count": 2, "cpu_count": 32}
@@ -111,14 +140,15 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
             run={"scale": "full", "device": "gpu", "parameters": {}, "command": "x", "commit": "y"})
     _record(results / "z-early.json", "2026-03-01T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
-    table = results_table.render_results_table(results)
+    table = results_table.render_notebook_table("01-getting-started", results)
     header, _, first_row = table.splitlines()[:3]
     assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → unknown (2026-03-01) | "
                       "2x NVIDIA H200, full scale, device gpu (2026-03-02) |")
     # a legacy key (its label carries the parameter value of the old runs)
-    assert first_row == "| 01 · CPU decode, 4 threads (img/s) | 1,000 | 2,000 |"
-    # only keys that some record holds are rows
-    assert "02 ·" not in table
+    assert first_row == "| CPU decode, 4 threads (img/s) | 1,000 | 2,000 |"
+    # only notebooks that some record holds get a table
+    sections = results_table.render_notebook_tables(results)
+    assert "### 01 · 01-getting-started" in sections and "### 02" not in sections
 
 
 def _bench_run_folder(folder: Path) -> Path:
@@ -149,9 +179,9 @@ def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> No
     assert entry["run"] == {"scale": "bench", "device": "auto", "parameters": {"trials": 5},
                             "command": "python -m tools.suite bench --device auto", "commit": "0123abc"}
     assert entry["seconds"] == 80.0
-    table = results_table.render_results_table(root / "results")
+    table = results_table.render_notebook_table("01-getting-started", root / "results")
     assert "| CPU only, 2 cores, bench scale, device auto → cpu (2026-12-01) |" in table.splitlines()[0]
-    assert "| 01 · CPU decode, 4 threads (img/s) | 1,234 |" in table
+    assert "| CPU decode, 4 threads (img/s) | 1,234 |" in table
     # a bench run is not the notebooks' defaults: no runtime in the inventory
     assert "— / —" in inventory.render_inventory(root)
 
@@ -165,13 +195,13 @@ def test_labels_are_filled_from_each_records_parameters(tmp_path: Path) -> None:
         _record(root / "results" / name, f"2026-03-{day}T09:00:00+00:00",
                 {"01-x": {"headline": {"rate": 1000.0 * threads, "ratio": 2.0}, "results": {"reference": "r"},
                           "parameters": {"threads": threads}}})
-    table = results_table.render_results_table(root / "results")
-    assert "| 01 · decode, 4 threads, r (img/s) | 4,000 | — | 4,000 |" in table
-    assert "| 01 · decode, 8 threads, r (img/s) | — | 8,000 | — |" in table
-    assert "| 01 · GPU / CPU | 2.00x | 2.00x | 2.00x |" in table
+    table = results_table.render_notebook_table("01-x", root / "results")
+    assert "| decode, 4 threads, r (img/s) | 4,000 | — | 4,000 |" in table
+    assert "| decode, 8 threads, r (img/s) | — | 8,000 | — |" in table
+    assert "| GPU / CPU | 2.00x | 2.00x | 2.00x |" in table
     _record(root / "results" / "d.json", "2026-03-04T09:00:00+00:00", {"01-x": {"headline": {"rate": 1.0}}})
     with pytest.raises(ValueError, match=r"d.json, 01-x.rate: the label .* needs threads, reference"):
-        results_table.render_results_table(root / "results")
+        results_table.render_notebook_tables(root / "results")
 
 
 def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: Path) -> None:
@@ -186,13 +216,13 @@ def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: 
     _record(root / "results" / "new.json", "2026-03-02T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s": 1500.0},
                                     "results": {"reference_threads": 4}}})
-    rows = results_table.render_results_table(root / "results").splitlines()[2:-2]
-    assert rows == ["| 01 · CPU decode, 4 threads (img/s) | 1,000 | 1,500 |"]
+    rows = results_table.render_notebook_table("01-getting-started", root / "results").splitlines()[2:]
+    assert rows == ["| CPU decode, 4 threads (img/s) | 1,000 | 1,500 |"]
     _record(root / "results" / "both.json", "2026-03-03T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s": 1.0, "cpu_decode_img_s_4_threads": 2.0},
                                     "results": {"reference_threads": 4}}})
     with pytest.raises(ValueError, match="another headline key of this record has the label"):
-        results_table.render_results_table(root / "results")
+        results_table.render_notebook_table("01-getting-started", root / "results")
 
 
 def test_a_record_without_run_facts_reads_as_unknown(tmp_path: Path) -> None:
@@ -200,14 +230,14 @@ def test_a_record_without_run_facts_reads_as_unknown(tmp_path: Path) -> None:
         "machine": {"gpu": None, "cpu_count": 2}, "date": "2026-01-01",
         "notebooks": {"01-getting-started": {"created": "2026-01-01T00:00:00", "parameters": {},
                                              "headline": {"cpu_decode_img_s_4_threads": 5.0}}}}))
-    header = results_table.render_results_table(tmp_path).splitlines()[0]
+    header = results_table.render_notebook_table("01-getting-started", tmp_path).splitlines()[0]
     assert "CPU only, 2 cores, unknown scale, device unknown (2026-01-01)" in header
 
 
 def test_a_record_without_a_date_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"notebooks": {"01-getting-started": {}}}))
     with pytest.raises(ValueError, match="x.json records no date"):
-        results_table.render_results_table(tmp_path)
+        results_table.render_notebook_tables(tmp_path)
 
 
 def test_every_committed_headline_key_has_a_label() -> None:
@@ -281,16 +311,22 @@ def test_a_verdict_must_follow_its_interval(tmp_path: Path, goal: dict[str, Any]
 
 @pytest.mark.parametrize("module", [inventory, results_table], ids=["inventory", "results"])
 def test_check_fails_on_a_stale_block_and_the_rewrite_fixes_it(module: Any, tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    blocks = "".join(f"<!-- {name}:start -->\nstale\n<!-- {name}:end -->\n" for name in module_blocks(module))
-    readme.write_text(f"# x\n\n{blocks}\ntail\n")
-    assert module.main(["--check", "--readme", str(readme)]) == 1
-    assert "stale" in readme.read_text()  # --check writes nothing
-    assert module.main(["--readme", str(readme)]) == 0
-    assert module.main(["--check", "--readme", str(readme)]) == 0
-    assert readme.read_text().endswith("\n\ntail\n") and "stale" not in readme.read_text()
-    readme.write_text("# no block\n")
-    assert module.main(["--check", "--readme", str(readme)]) == 1
+    pages = {option: tmp_path / f"{option}.md" for option in module_blocks(module)}
+    options = [part for option, path in pages.items() for part in (f"--{option}", str(path))]
+    for option, names in module_blocks(module).items():
+        blocks = "".join(f"<!-- {name}:start -->\nstale\n<!-- {name}:end -->\n" for name in names)
+        pages[option].write_text(f"# x\n\n{blocks}\ntail\n")
+    assert module.main(["--check", *options]) == 1
+    assert all("stale" in page.read_text() for page in pages.values())  # --check writes nothing
+    assert module.main(options) == 0
+    assert module.main(["--check", *options]) == 0
+    for page in pages.values():
+        assert page.read_text().endswith("\n\ntail\n") and "stale" not in page.read_text()
+    for page in pages.values():  # a page without its blocks, the others fine
+        kept = page.read_text()
+        page.write_text("# no block\n")
+        assert module.main(["--check", *options]) == 1
+        page.write_text(kept)
 
 
 def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path) -> None:
@@ -358,3 +394,161 @@ def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_
     assert headings == ["NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day.json)",
                         "NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day-photos.json)",
                         "CPU only, 2 cores, full scale, device auto → unknown (2026-03-03)"]
+
+
+def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_path: Path) -> None:
+    _record(tmp_path / "both.json", "2026-03-01T09:00:00+00:00",
+            {"01-y": {"headline": {"a": 1.0}}, "02-z": {"headline": {"b": 2.0}}})
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"02-z": {"headline": {"b": 3.0}}},
+            machine=H200)
+    _record(tmp_path / "empty.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {}}})
+    first = results_table.render_notebook_table("01-y", tmp_path).splitlines()
+    assert first[0] == "| Figure | CPU only, 2 cores, full scale, device auto → unknown (2026-03-01) |"
+    assert first[2] == "| a | 1 |"
+    second = results_table.render_notebook_table("02-z", tmp_path).splitlines()
+    assert second[0].count(" | ") == 2 and second[2] == "| b | 2 | 3 |"
+    sections = results_table.render_notebook_tables(tmp_path, prefix="../../")
+    assert "[both.json](../../results/both.json) and [gpu.json](../../results/gpu.json)." in sections
+    assert "empty.json" not in sections
+
+
+def test_the_published_table_sets_every_seed_figure_beside_the_newest_gpu_record(tmp_path: Path) -> None:
+    results = _published_records(tmp_path, 4.1, 1.6)
+    rows = results_table.render_published_table(results).splitlines()
+    assert rows[0] == ("| Figure | DALI's tutorials, as published | 2x NVIDIA H200, full scale, "
+                       "device auto → unknown (2026-03-02) |")
+    assert "| 01 · CPU decode, 4 threads (img/s) | 4,000 | 2,000 |" in rows
+    assert ("| 01 · GPU / CPU decode, default hw_decoder_load, 4 threads | 4.00x | 4.10x [3.50x–4.50x] |"
+            in rows)
+    assert len([r for r in rows if r.startswith("| 0")]) == 6  # every figure of the seed
+    assert results_table.render_published_table(results) in results_table.render_published_comparison(results)
+
+
+# --- the README's findings (tools.findings) ---------------------------------------------------------
+
+FIGURE = re.compile(r"(\d+\.\d{2})x \[(\d+\.\d{2})-(\d+\.\d{2})\]")
+LINK = re.compile(r"\]\((?:\.\./\.\./)?(notebooks|results)/([^)]+)\)")
+
+
+def _ratios_of(value: Any) -> list[str]:
+    """Every ``{"ratio", "ci95"}`` under ``value``, shown as the README shows a figure."""
+    if isinstance(value, dict):
+        if {"ratio", "ci95"} <= set(value) and isinstance(value["ci95"], list):
+            return [f"{value['ratio']:.2f}x [{value['ci95'][0]:.2f}-{value['ci95'][1]:.2f}]"]
+        return [shown for item in value.values() for shown in _ratios_of(item)]
+    if isinstance(value, list):
+        return [shown for item in value for shown in _ratios_of(item)]
+    return []
+
+
+def figures_not_in_their_records(block: str, results_dir: Path) -> list[str]:
+    """The figures of each finding (a bullet of the block) that no ratio of the notebooks and
+    records it names holds: read from the JSON itself, not through tools.findings."""
+    problems = []
+    bullets = [line for line in block.splitlines() if line.startswith("- ")]
+    for line in bullets:
+        links = LINK.findall(line)
+        notebooks = [Path(name).stem for kind, name in links if kind == "notebooks"]
+        files = [name for kind, name in links if kind == "results"]
+        if not notebooks or not files:
+            problems.append(f"names no notebook or no record: {line[:80]}")
+            continue
+        held = {shown for name in files
+                for notebook, entry in json.loads((results_dir / name).read_text())["notebooks"].items()
+                if notebook in notebooks for shown in _ratios_of(entry.get("results", {}))}
+        figures = [f"{r}x [{low}-{high}]" for r, low, high in FIGURE.findall(line)]
+        if not figures:
+            problems.append(f"shows no figure with its interval: {line[:80]}")
+        problems += [f"{figure} is not a ratio of {', '.join(notebooks)} in {', '.join(files)}: {line[:60]}"
+                     for figure in figures if figure not in held]
+    return problems
+
+
+def _readme_block(name: str) -> str:
+    readme = (REPO_ROOT / "README.md").read_text()
+    return readme.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+
+
+def test_every_figure_of_the_readme_findings_is_its_records() -> None:
+    block = _readme_block(findings.BLOCK)
+    found = findings.findings()
+    bullets = [line for line in block.splitlines() if line.startswith("- ")]
+    assert 5 <= len(found) <= 8 and len(bullets) == len(found)
+    assert not figures_not_in_their_records(block, REPO_ROOT / "results")
+    for finding in found:  # and each figure is the one at the path the sentence reads
+        for figure in finding.figures:
+            value: Any = json.loads((REPO_ROOT / "results" / figure.path.name).read_text())
+            for key in ("notebooks", figure.notebook, "results", *figure.keys):
+                value = value[key]
+            expected = Ratio(value["ratio"], *value["ci95"], 0, paired=True)
+            assert f"{expected}" == figure.shown and figure.shown in finding.text, (finding.topic, figure)
+            assert figure.path.name in finding.records and figure.notebook in finding.notebooks
+
+
+def test_a_figure_typed_into_the_findings_is_caught() -> None:
+    block = _readme_block(findings.BLOCK)
+    shown = FIGURE.search(block)
+    assert shown
+    tampered = block.replace(shown.group(0), f"{float(shown.group(1)) + 0.01:.2f}x "
+                                              f"[{shown.group(2)}-{shown.group(3)}]", 1)
+    assert figures_not_in_their_records(tampered, REPO_ROOT / "results")
+
+
+def _misnamed_copies(tmp_path: Path) -> Path:
+    """The committed records under misleading names: the GPU record as ``cpu-old.json``, the
+    records of machines without a GPU as ``h200-new-<n>.json``."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copytree(REPO_ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("scripts"))
+    for index, (path, record) in enumerate(results_table.records(REPO_ROOT / "results")):
+        name = "cpu-old.json" if results_table.has_gpu(record) else f"h200-new-{index}.json"
+        shutil.copy(path, results / name)
+    return results
+
+
+def test_findings_pick_records_by_what_they_hold_gpu_first(tmp_path: Path) -> None:
+    results = _misnamed_copies(tmp_path)
+    # a newer record of a machine without a GPU that holds notebook 05 does not replace the GPU's
+    gpu = json.loads((results / "cpu-old.json").read_text())
+    newer = {"machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": "2027-01-01",
+             "notebooks": {"05-photos-at-scale": {**gpu["notebooks"]["05-photos-at-scale"],
+                                                  "created": "2027-01-01T00:00:00+00:00"}}}
+    (results / "zz-newest.json").write_text(json.dumps(newer))
+    by_topic = {f.topic: f for f in findings.findings(results)}
+    assert by_topic["ResNet-50 from JPEGs"].records == ("cpu-old.json",)
+    assert by_topic["Several processes"].records[0].startswith("h200-new-")  # 04: only a CPU record holds it
+    assert "(no GPU run of 04 yet)" in by_topic["Several processes"].text
+    block = findings.render_findings(results)
+    assert "[cpu-old.json](results/cpu-old.json) (NVIDIA H200, " in block
+    assert not figures_not_in_their_records(block, results)
+
+
+@pytest.mark.parametrize("interval,words", [
+    ([1.2, 1.5], "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
+    ([0.9, 1.5], "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
+])
+def test_the_words_of_a_finding_follow_its_interval(tmp_path: Path, interval: list[float],
+                                                     words: str) -> None:
+    results = _misnamed_copies(tmp_path)
+    record = json.loads((results / "cpu-old.json").read_text())
+    record["notebooks"]["02-capture-mode"]["results"]["ratios"]["capture_over_eager"].update(
+        ratio=1.3, ci95=interval)
+    same_knobs = record["notebooks"]["03-feeding-pytorch-fast"]["results"]["goals"][
+        "best dynamic / pipeline mode, same knobs"]
+    same_knobs.update(ratio=1.0, ci95=[0.9, 1.1])
+    (results / "cpu-old.json").write_text(json.dumps(record))
+    by_topic = {f.topic: f for f in findings.findings(results)}
+    assert words in by_topic["Capture mode"].text
+    # dynamic mode not distinguishable from pipeline mode on MNIST: either mode, not pipeline mode
+    pick = by_topic["Which to pick"].text
+    assert pick.startswith("for a light model (03's MNIST classifier) either DALI mode")
+
+
+def test_a_finding_whose_ratio_the_record_lacks_names_it(tmp_path: Path) -> None:
+    results = _misnamed_copies(tmp_path)
+    record = json.loads((results / "cpu-old.json").read_text())
+    del record["notebooks"]["02-capture-mode"]["results"]["ratios"]["capture_over_eager"]
+    (results / "cpu-old.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"cpu-old.json: 02-capture-mode records no "
+                                         r"results.ratios.capture_over_eager"):
+        findings.render_findings(results)

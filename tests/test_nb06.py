@@ -3,7 +3,6 @@ incompatible checkpoints refused, the costs), and the training script's own chec
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import headline_output
 
 from helpers import checkpointing
 from helpers.data_sources import locate_data
@@ -47,9 +47,8 @@ def test_ci_run_has_no_errors_and_ends_with_the_headline(run06) -> None:
     executed = nbformat.read(run06.executed, as_version=4)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    last = [c for c in executed.cells if c.cell_type == "code"][-1]["outputs"][-1]
     headline = run06.results["headline"]
-    assert ast.literal_eval(last["data"]["text/plain"]) == {k: round(v, 4) for k, v in headline.items()}
+    assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
     text = json.dumps([c.get("outputs", []) for c in executed.cells])
     assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
     assert "build/nb06/" in text and not re.search(r"build/nb06-\w+", text), "no temporary folder names"

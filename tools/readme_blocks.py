@@ -4,9 +4,10 @@
     ...generated, never edited by hand...
     <!-- inventory:end -->
 
-``tools.inventory`` (the inventory) and ``tools.results_table`` (the results and goals tables)
-write their README blocks with :func:`update`; the docs hook fills the same blocks of the docs
-pages with :func:`replace_block`.
+``tools.inventory`` (the inventory) writes its README block with :func:`update`, and
+``tools.results_table`` the README's findings (``tools.findings``) and the results page's tables
+(docs/pages/results.md); the docs hook fills the blocks of the docs pages with
+:func:`replace_block` when it builds the site.
 """
 
 from __future__ import annotations
@@ -56,16 +57,27 @@ def update(path: Path, bodies: Mapping[str, str], *, check: bool, command: str) 
     return 0
 
 
-def main(argv: Sequence[str] | None, *, blocks: Mapping[str, Callable[[], str]], command: str,
-         description: str) -> int:
-    """The command line of generated blocks: rewrite them in README.md, or ``--check`` them."""
+Blocks = Mapping[str, Callable[[], str]]
+
+
+def main(argv: Sequence[str] | None, *, blocks: Blocks, command: str, description: str,
+         pages: Mapping[str, tuple[Path, Blocks]] | None = None) -> int:
+    """The command line of generated blocks: rewrite them in README.md (``blocks``) and in the
+    other pages (``pages``: ``{option: (default path, blocks)}``, each page's path an option
+    ``--<option>``), or ``--check`` them (exit status 1 if one is stale)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--check", action="store_true", help="only say whether a table is stale")
+    parser.add_argument("--check", action="store_true", help="only say whether a block is stale")
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
+    for option, (default, _) in (pages or {}).items():
+        parser.add_argument(f"--{option}", type=Path, default=default, help=f"default: {default.name}")
     args = parser.parse_args(argv)
+    targets = [(args.readme, blocks)] + [(getattr(args, option.replace("-", "_")), page_blocks)
+                                         for option, (_, page_blocks) in (pages or {}).items()]
     try:
-        bodies = {name: render() for name, render in blocks.items()}
+        rendered = [(path, {name: render() for name, render in page_blocks.items()})
+                    for path, page_blocks in targets]
     except ValueError as err:
         print(f"{command}: {err}", file=sys.stderr)
         return 1
-    return update(args.readme, bodies, check=args.check, command=command)
+    statuses = [update(path, bodies, check=args.check, command=command) for path, bodies in rendered]
+    return max(statuses, default=0)

@@ -1,51 +1,57 @@
-"""The README's results and goals tables, generated from the committed records (never typed).
+"""The results page's tables and the README's findings, generated from the committed records
+(never typed).
 
-    python -m tools.results_table          # rewrite the results and goals blocks of README.md
-    python -m tools.results_table --check  # exit 1 if either block of README.md is out of date
+    python -m tools.results_table          # rewrite README.md's findings and docs/pages/results.md's tables
+    python -m tools.results_table --check  # exit 1 if a block of either is out of date
 
-Every fact comes from the records themselves (``results/*.json``, written by
-``tools.suite.write_record``; format in ``tools.suite``'s docstring), never from a file name:
+The records are read through ``tools.records`` (``results/*.json``; format in ``tools.suite``'s
+docstring): every fact comes from the records themselves, never from a file name. The results page
+(docs/pages/results.md) holds, in this order:
 
-- a column per record, oldest first by the date it records; its heading says the machine
-  (``machine.gpu``/``gpu_count``, else its CPU cores), the runner's scale and device (each
-  notebook's ``run``), and the date. ``seed.json`` (what DALI's own tutorials printed) is always
-  the first column. A record without ``run`` (written before runs kept these facts) reads as
-  scale, device and command "unknown" (:func:`run_facts`);
-- a row per headline figure. Its label comes from the notebook's metadata, filled from the
-  parameters that the record says the notebook ran with::
+- the goals table (block ``goals``): each notebook's ``results.goals`` in the newest record of a
+  machine with a GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one
+  on two), ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"``
+  in place of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict
+  must follow the interval (met: its low end clears the goal; not met: its high end is below it;
+  inconclusive otherwise), or the table is not generated. Goals recorded in the older form
+  ``{"ratio", "goal", "met"}`` show "no interval recorded" in place of a verdict, a notebook
+  without goals a row saying so, and goals that only a record without a GPU holds are stated,
+  not judged;
+- a table per notebook (block ``notebook-tables``): a column per record that holds the notebook
+  and some of its headline figures (no empty column), oldest first by the date it records; its
+  heading says the machine (``machine.gpu``/``gpu_count``, else its CPU cores), the runner's
+  scale and device (each notebook's ``run``), and the date. A record without ``run`` (written
+  before runs kept these facts) reads as scale, device and command "unknown"
+  (``tools.records.run_facts``). A row per headline figure, its label from the notebook's
+  metadata, filled from the parameters that the record says the notebook ran with::
 
       "metadata": {"dali_tutorials": {..., "headline": {
           "cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
                                "format": "{:,.0f}"},
           "gpu_over_cpu": {"label": "GPU / CPU decode, {threads} threads", "format": "{:.2f}x"}}}}
 
-  The keys are the notebook's headline keys (rows follow the records' order of keys). ``label`` is a
-  :meth:`str.format` template whose fields are looked up in the record's
+  The keys are the notebook's headline keys (rows follow the records' order of keys). ``label``
+  is a :meth:`str.format` template whose fields are looked up in the record's
   ``notebooks.<notebook>.parameters``, then in its ``results`` (top-level values), so a key
   holds no parameter value and the label shows the one each record ran with; records that
-  differ in it get a row each. ``format`` formats the value (default ``{:,.4g}``). The row is
-  prefixed by the notebook's number. Keys that the metadata does not list take their label
-  from :data:`LEGACY_LABELS` (the keys of records made before the notebooks carried labels,
-  with the parameter values of those runs in their names), else the key itself, which
-  ``tests/test_generated_tables.py`` refuses in the committed records. A ratio's spec may add
-  ``"interval": ["goals", "<goal name>"]`` (or ``["ratios", "<key>"]``): the path, in the
-  record's ``results``, of its ``{"ratio", "ci95"}``; the cell then shows the 95% interval
-  beside the value;
-- the goals table: each notebook's ``results.goals`` in the newest record of a machine with a
-  GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one on two),
-  ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"`` in
-  place of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict must follow the
-  interval (met: its low end clears the goal; not met: its high end is below it; inconclusive
-  otherwise), or the table is not generated. Goals recorded in the older form
-  ``{"ratio", "goal", "met"}`` show "no interval recorded" in place of a verdict, and a
-  notebook without goals a row saying so.
+  differ in it get a row each. ``format`` formats the value (default ``{:,.4g}``). Keys that the
+  metadata does not list take their label from :data:`LEGACY_LABELS` (the keys of records made
+  before the notebooks carried labels, with the parameter values of those runs in their names),
+  else the key itself, which ``tests/test_generated_tables.py`` refuses in the committed records.
+  A ratio's spec may add ``"interval": ["goals", "<goal name>"]`` (or ``["ratios", "<key>"]``):
+  the path, in the record's ``results``, of its ``{"ratio", "ci95"}``; the cell then shows the
+  95% interval beside the value;
+- the comparison with what DALI's own tutorials printed (``seed.json``; block
+  ``published-comparison``): a table of the seed's figures beside the newest GPU record's, and
+  how far apart they are.
 
-The docs hook (docs/hooks.py) shows the same results table on the site's landing page.
+The README's findings block is ``tools.findings``'. The committed page links to the records and
+notebooks from ``docs/pages/`` (``../../results/...``); the docs hook (docs/hooks.py) fills the
+same blocks with the site's links (``results/...``) when it builds the page.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import string
 import sys
@@ -54,14 +60,18 @@ from typing import Any, NamedTuple
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
-from tools import readme_blocks
+from tools import findings, readme_blocks
+from tools.records import RESULTS, SEED, column_heading, has_gpu, newest_per_notebook, records
 
-BLOCK = "results-table"
 GOALS_BLOCK = "goals"
-RESULTS = REPO_ROOT / "results"
-SEED = "seed.json"  # what DALI's own notebooks printed: always the first column
+TABLES_BLOCK = "notebook-tables"
+PUBLISHED_BLOCK = "published-comparison"
+RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
+# links lead from the page to the folder that holds results/ and notebooks/: "" in the README and
+# on the site (docs/hooks.py), PAGE_PREFIX in the committed docs/pages/results.md
+PAGE_PREFIX = "../../"
 DEFAULT_FORMAT = "{:,.4g}"
-UNKNOWN = "unknown"
+GENERATED = "Generated by `python -m tools.results_table`; a test keeps it in step with the JSON."
 
 # Labels of the headline keys of records made before the notebooks carried
 # `metadata.dali_tutorials.headline` (their keys hold parameter values: "4_threads", "batch 64").
@@ -123,79 +133,22 @@ class Row(NamedTuple):
     cells: list[str]
 
 
-def recorded_at(record: dict[str, Any], path: Path) -> dt.datetime:
-    """When a record was made: the latest ``created`` of its notebooks, else its ``date`` or
-    ``created``. A record that says nothing of when is an error, not a guess from its name."""
-    stamps = [nb.get("created") for nb in record.get("notebooks", {}).values()]
-    stamps = [s for s in stamps if s] or [s for s in (record.get("created"), record.get("date")) if s]
-    if not stamps:
-        raise ValueError(f"{path.name} records no date (`date`, or `created` per notebook): "
-                         "write it with `python -m tools.suite record`")
-    times = [dt.datetime.fromisoformat(str(s)) for s in stamps]
-    return max(t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc) for t in times)
-
-
-def records(results_dir: Path = RESULTS) -> list[tuple[Path, dict[str, Any]]]:
-    """The run records of ``results_dir`` (not the seed), oldest first by their recorded date."""
-    found = [(p, json.loads(p.read_text(encoding="utf-8")))
-             for p in results_dir.glob("*.json") if p.name != SEED]
-    return sorted(found, key=lambda item: (recorded_at(item[1], item[0]), item[0].name))
-
-
-def run_facts(entry: dict[str, Any]) -> dict[str, Any]:
-    """How a notebook of a record was run (``notebooks.<notebook>.run``): scale, the device
-    asked for, the parameters handed to papermill, command, commit; "unknown" where the record
-    does not say."""
-    facts = entry.get("run") or {}
-    return {"scale": facts.get("scale", UNKNOWN), "device": facts.get("device", UNKNOWN),
-            "parameters": facts.get("parameters", {}), "command": facts.get("command", UNKNOWN),
-            "commit": facts.get("commit", UNKNOWN)}
-
-
-def has_gpu(record: dict[str, Any]) -> bool:
-    machine = record.get("machine", {})
-    return bool(machine.get("gpu_count") or machine.get("gpu"))
-
-
-def machine_heading(machine: dict[str, Any]) -> str:
-    """``2x NVIDIA H200``, or ``CPU only, 2 cores``."""
-    if machine.get("gpu"):
-        gpus = machine.get("gpu_count") or 1
-        return f"{gpus}x {machine['gpu']}" if gpus > 1 else machine["gpu"]
-    return f"CPU only, {machine.get('cpu_count', '?')} cores"
-
-
-def _one_or_all(values: list[str]) -> str:
-    unique = list(dict.fromkeys(values))
-    return "/".join(unique) if unique else UNKNOWN
-
-
-def run_heading(record: dict[str, Any]) -> str:
-    """The scale and the device of a record's runs: ``full scale, device gpu``, or for
-    ``auto`` what it resolved to: ``bench scale, device auto → cpu``."""
-    entries = list(record.get("notebooks", {}).values())
-    facts = [run_facts(e) for e in entries]
-    scale = _one_or_all([f["scale"] for f in facts])
-    device = _one_or_all([f["device"] for f in facts])
-    if device == "auto":
-        resolved = _one_or_all([str(e.get("parameters", {}).get("device", UNKNOWN)) for e in entries])
-        device = f"auto → {resolved}"
-    return f"{scale} scale, device {device}"
-
-
-def column_heading(path: Path, record: dict[str, Any], date_format: str = " ({})") -> str:
-    """``2x NVIDIA H200, full scale, device gpu (2026-11-30)``: what a record says of itself."""
-    date = record.get("date") or recorded_at(record, path).date().isoformat()
-    return f"{machine_heading(record.get('machine', {}))}, {run_heading(record)}{date_format.format(date)}"
-
-
 def headline_labels(notebooks_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
     """``{notebook stem: metadata.dali_tutorials.headline}`` of the notebooks in ``notebooks_dir``."""
-    labels = {}
+    return {stem: meta.get("headline") or {} for stem, meta in _metadata(notebooks_dir).items()}
+
+
+def notebook_titles(notebooks_dir: Path) -> dict[str, str]:
+    """``{notebook stem: metadata.dali_tutorials.title}`` (the stem where a notebook has none)."""
+    return {stem: meta.get("title") or stem for stem, meta in _metadata(notebooks_dir).items()}
+
+
+def _metadata(notebooks_dir: Path) -> dict[str, dict[str, Any]]:
+    found = {}
     for path in sorted(notebooks_dir.glob("[0-9][0-9]-*.ipynb")):
-        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("dali_tutorials", {})
-        labels[path.stem] = meta.get("headline") or {}
-    return labels
+        found[path.stem] = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get(
+            "dali_tutorials", {})
+    return found
 
 
 def fill_label(template: str, entry: dict[str, Any], where: str) -> str:
@@ -238,66 +191,87 @@ def format_cell(fmt: str, value: Any, interval: list[float] | None) -> str:
     return f"{fmt.format(value)} [{fmt.format(low)}–{fmt.format(high)}]"
 
 
-def table_rows(columns: list[Column], labels: dict[str, dict[str, dict[str, str]]]) -> list[Row]:
-    """One row per notebook and filled label, in notebook order, then the order in which the
-    records (oldest first) list their headline keys (the metadata's keys, then legacy ones, after
-    them: the metadata is stored with sorted keys). Keys whose labels read the same share a row:
-    an older record's ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run
-    with 4 threads.
+def notebook_rows(notebook: str, columns: list[Column], specs: dict[str, dict[str, Any]]) -> list[Row]:
+    """One row per filled label of a notebook, in the order in which the records (oldest first)
+    list their headline keys (the metadata's keys, then legacy ones, after them: the metadata is
+    stored with sorted keys). Keys whose labels read the same share a row: an older record's
+    ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run with 4 threads.
     A cell is "—" where a column holds no key of that label."""
-    notebooks = sorted({name for c in columns for name in c.record.get("notebooks", {})} | set(labels))
-    rows = []
-    for notebook in notebooks:
-        specs = labels.get(notebook, {})
-        held = [k for c in columns
-                for k in c.record.get("notebooks", {}).get(notebook, {}).get("headline", {})]
-        legacy = [k for (n, k) in LEGACY_LABELS if n == notebook]
-        by_label: dict[str, list[str]] = {}
-        for key in dict.fromkeys([*held, *specs, *legacy]):  # the records' order first
-            for i, column in enumerate(columns):
-                entry = column.record.get("notebooks", {}).get(notebook, {})
-                value = entry.get("headline", {}).get(key)
-                if value is None:
-                    continue
-                where = f"{column.path.name}, {notebook}.{key}"
-                label, fmt = _label(notebook, key, entry, specs, where)
-                cells = by_label.setdefault(label, ["—"] * len(columns))
-                if cells[i] != "—":
-                    raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
-                cells[i] = format_cell(fmt, value, interval_of(entry, specs.get(key)))
-        rows += [Row(f"{notebook[:2]} · {label}", cells) for label, cells in by_label.items()]
-    return rows
+    held = [k for c in columns for k in c.record.get("notebooks", {}).get(notebook, {}).get("headline", {})]
+    legacy = [k for (n, k) in LEGACY_LABELS if n == notebook]
+    by_label: dict[str, list[str]] = {}
+    for key in dict.fromkeys([*held, *specs, *legacy]):  # the records' order first
+        for i, column in enumerate(columns):
+            entry = column.record.get("notebooks", {}).get(notebook, {})
+            value = entry.get("headline", {}).get(key)
+            if value is None:
+                continue
+            where = f"{column.path.name}, {notebook}.{key}"
+            label, fmt = _label(notebook, key, entry, specs, where)
+            cells = by_label.setdefault(label, ["—"] * len(columns))
+            if cells[i] != "—":
+                raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
+            cells[i] = format_cell(fmt, value, interval_of(entry, specs.get(key)))
+    return [Row(label, cells) for label, cells in by_label.items()]
 
 
 def columns_of(results_dir: Path) -> list[Column]:
-    columns = []
-    seed = results_dir / SEED
-    if seed.is_file():
-        columns.append(Column("DALI's tutorials, as published", seed, json.loads(seed.read_text())))
+    """A column per run record (not the seed), oldest first."""
     found = records(results_dir)
     headings = [column_heading(path, record) for path, record in found]
     # two records of alike machines on one day (another machine of the same kind): the file tells them apart
-    return columns + [Column(heading if headings.count(heading) == 1
-                             else column_heading(path, record, f" ({{}}, {path.name})"), path, record)
-                      for (path, record), heading in zip(found, headings, strict=True)]
+    return [Column(heading if headings.count(heading) == 1
+                   else column_heading(path, record, f" ({{}}, {path.name})"), path, record)
+            for (path, record), heading in zip(found, headings, strict=True)]
 
 
-def render_results_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
-    """The table (Markdown): a column per record, a row per headline figure. The labels come
-    from the notebooks next to ``results_dir`` (``<results_dir>/../notebooks``)."""
+def notebook_columns(notebook: str, columns: list[Column]) -> list[Column]:
+    """The columns of the records that hold some headline figure of ``notebook``: no empty column."""
+    return [c for c in columns
+            if any(v is not None for v in c.record.get("notebooks", {}).get(notebook, {})
+                   .get("headline", {}).values())]
+
+
+def render_notebook_table(notebook: str, results_dir: Path = RESULTS) -> str:
+    """One notebook's table (Markdown): a column per record that holds it, a row per headline figure;
+    an empty string where no record holds it."""
+    columns = notebook_columns(notebook, columns_of(results_dir))
+    if not columns:
+        return ""
+    specs = headline_labels(results_dir.parent / "notebooks").get(notebook, {})
+    rows = notebook_rows(notebook, columns, specs)
+    lines = ["| Figure | " + " | ".join(c.heading for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    return "\n".join(lines + [f"| {row.label} | " + " | ".join(row.cells) + " |" for row in rows])
+
+
+def render_notebook_tables(results_dir: Path = RESULTS, prefix: str = "") -> str:
+    """A section per notebook (Markdown, for the results page): its heading, its table in a
+    ``results-table`` box, and the notebook and records it comes from. ``prefix`` leads from
+    the page to the folder that holds ``results/`` and ``notebooks/``."""
+    notebooks_dir = results_dir.parent / "notebooks"
+    titles = notebook_titles(notebooks_dir)
     columns = columns_of(results_dir)
-    rows = table_rows(columns, headline_labels(results_dir.parent / "notebooks"))
-    lines = ["| Figure | " + " | ".join(c.heading for c in columns) + " |",
-             "|---|" + "---:|" * len(columns)]
-    lines += [f"| {row.label} | " + " | ".join(row.cells) + " |" for row in rows]
-    sources = "; ".join(f"[{c.path.name}]({link_prefix}{c.path.name})" for c in columns)
-    lines += ["", (f"Each column is one JSON file ({sources}), oldest first: every cell is its "
-                   "`notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with its 95% "
-                   "interval in brackets where the record holds one). A heading "
-                   "names the machine, and the scale and device the record says the notebooks ran "
-                   "with (`notebooks.<notebook>.run`). Generated by `python -m tools.results_table`; "
-                   "a test keeps it in step with the JSON.")]
-    return "\n".join(lines)
+    held = {name for c in columns for name in c.record.get("notebooks", {})}
+    parts = []
+    for notebook in sorted(set(titles) | held):
+        link = f"[{notebook}.ipynb]({prefix}notebooks/{notebook}.ipynb)"
+        if notebook not in titles:
+            link = f"{notebook} (no such notebook any more)"
+        table = render_notebook_table(notebook, results_dir)
+        used = notebook_columns(notebook, columns)
+        sources = " and ".join(f"[{c.path.name}]({prefix}results/{c.path.name})" for c in used)
+        parts.append(f"### {notebook[:2]} · {titles.get(notebook, notebook)}")
+        if not table:
+            parts.append(f"{link}: no record in `results/` holds its figures yet.")
+            continue
+        parts += ['<div class="results-table" markdown>', table, "</div>",
+                  f"{link}, from {sources}."]
+    parts.append("Each table is one notebook; each column one record that holds it, oldest first: every "
+                 "cell is its `notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with "
+                 "its 95% interval in brackets where the record holds one). A heading names the machine, "
+                 "and the scale and device the record says the notebook ran with "
+                 f"(`notebooks.<notebook>.run`). {GENERATED}")
+    return "\n\n".join(parts)
 
 
 def goal_problems(goal: dict[str, Any]) -> list[str]:
@@ -332,14 +306,7 @@ def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str
             f"{goal['verdict']} | {count} |")
 
 
-def newest_per_notebook(found: list[tuple[Path, dict[str, Any]]]) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """``{notebook: (path, record)}``: for each notebook, the newest of ``found`` (oldest first)
-    that holds it. Notebooks run on different machines (notebooks 01-03 on one GPU, 04 on two)
-    each come from their own record."""
-    return {name: (path, record) for path, record in found for name in record.get("notebooks", {})}
-
-
-def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/") -> str:
+def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
     """The goals of each notebook in the newest record of a machine with a GPU that holds it
     (Markdown)."""
     newest = newest_per_notebook([(p, r) for p, r in records(results_dir) if has_gpu(r)])
@@ -362,13 +329,12 @@ def render_goals_table(results_dir: Path = RESULTS, link_prefix: str = "results/
             lines.append(f"| {notebook[:2]} · {name} | >= {goal['goal']:g}x | — | — | not judged: no "
                          "GPU run of this notebook's current version | — |")
     lines[2:] = sorted(lines[2:], key=lambda row: row[2:4])  # in notebook order
-    sources = {path.name: f"[{path.name}]({link_prefix}{path.name}) ({column_heading(path, record, ', {}')})"
-               for path, record in newest.values()}
+    sources = {path.name: f"[{path.name}]({prefix}results/{path.name}) "
+                          f"({column_heading(path, record, ', {}')})" for path, record in newest.values()}
     lines += ["", (f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
                    f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
                    "its ratio clears the target, not met when the interval lies below it, "
-                   "inconclusive otherwise. Generated by `python -m tools.results_table`; a test "
-                   "keeps it in step with the JSON.")]
+                   f"inconclusive otherwise. {GENERATED}")]
     return "\n".join(lines)
 
 
@@ -391,10 +357,41 @@ PUBLISHED_RATIOS = [
 ]
 
 
-def render_published_comparison(results_dir: Path = RESULTS) -> str:
+def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
+    """Every figure of ``seed.json`` beside the same figure of the newest GPU record that holds its
+    notebook ("—" where the suite measures no such figure), in Markdown; empty without a seed."""
+    seed_path = results_dir / SEED
+    if not seed_path.is_file():
+        return ""
+    seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
+    newest = newest_per_notebook([(p, r) for p, r in records(results_dir) if has_gpu(r)])
+    labels = headline_labels(results_dir.parent / "notebooks")
+    ours = {(n, seed_key): key for n, seed_key, key, _ in [*PUBLISHED_RATES, *PUBLISHED_RATIOS]}
+    used = {newest[n][0].name: newest[n] for n in seed if n in newest}
+    heading = (column_heading(*next(iter(used.values()))) if len(used) == 1
+               else "this suite, the newest record of a machine with a GPU")
+    lines = [f"| Figure | DALI's tutorials, as published | {heading} |", "|---|---:|---:|"]
+    for notebook in sorted(seed):
+        for seed_key, published in seed[notebook].get("headline", {}).items():
+            label, fmt = LEGACY_LABELS.get((notebook, seed_key), (seed_key, DEFAULT_FORMAT))
+            measured = "—"
+            key = ours.get((notebook, seed_key))
+            entry = newest[notebook][1]["notebooks"][notebook] if notebook in newest else {}
+            if key is not None and entry.get("headline", {}).get(key) is not None:
+                spec = labels.get(notebook, {}).get(key, {})
+                measured = format_cell(spec.get("format", fmt), entry["headline"][key],
+                                       interval_of(entry, spec))
+            lines.append(f"| {notebook[:2]} · {label} | {fmt.format(published)} | {measured} |")
+    sources = "; ".join(f"[{name}]({prefix}results/{name})" for name in [SEED, *used])
+    lines += ["", f"From {sources}. {GENERATED}"]
+    return "\n".join(lines)
+
+
+def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -> str:
     """How the newest GPU record's figures compare with those DALI's tutorials printed
-    (``seed.json``): each rate as published against measured, the range of their quotients,
-    and the ratios with their intervals (Markdown, for the docs' results page)."""
+    (``seed.json``): a table of both (:func:`render_published_table`), each rate as published
+    against measured, the range of their quotients, and the ratios with their intervals
+    (Markdown, for the docs' results page)."""
     seed_path = results_dir / SEED
     newest = newest_per_notebook([(p, r) for p, r in records(results_dir) if has_gpu(r)])
     notebooks = {n for n, *_ in PUBLISHED_RATES}
@@ -417,7 +414,8 @@ def render_published_comparison(results_dir: Path = RESULTS) -> str:
         pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
     dates = sorted({newest[n][1].get("date") or "" for n in notebooks})
     files = sorted({newest[n][0].name for n in notebooks})
-    lines = [f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
+    lines = [render_published_table(results_dir, prefix), "",
+             f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
              f"{max(quotients):.1f} times {'below' if lower else 'apart from'} \"DALI's tutorials, as "
              "published\" for the same figures: " + "; ".join(pairs) + "."]
     ratios, apart = [], []
@@ -435,12 +433,17 @@ def render_published_comparison(results_dir: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {BLOCK: render_results_table, GOALS_BLOCK: render_goals_table}
+# what this command writes: the README's block, and the results page's blocks (with the page's links)
+README_BLOCKS = {findings.BLOCK: findings.render_findings}
+PAGE_BLOCKS = {GOALS_BLOCK: lambda: render_goals_table(prefix=PAGE_PREFIX),
+               TABLES_BLOCK: lambda: render_notebook_tables(prefix=PAGE_PREFIX),
+               PUBLISHED_BLOCK: lambda: render_published_comparison(prefix=PAGE_PREFIX)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return readme_blocks.main(argv, blocks=BLOCKS, command="python -m tools.results_table",
-                              description=__doc__.split("\n")[0])
+    return readme_blocks.main(argv, blocks=README_BLOCKS, command="python -m tools.results_table",
+                              description=__doc__.split("\n")[0],
+                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS)})
 
 
 if __name__ == "__main__":

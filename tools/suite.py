@@ -31,7 +31,7 @@ nothing is guessed from a file name::
 
 Records written before these facts were kept had ``run`` filled in once from the commit that
 added them (``run.filled_in`` says so); a record without ``run`` reads as scale, device and
-command "unknown" (``tools.results_table.run_facts``).
+command "unknown" (``tools.records.run_facts``).
 """
 
 from __future__ import annotations
