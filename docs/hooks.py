@@ -13,7 +13,8 @@ what no library does:
   metadata), hold no error output, and show every figure it holds on its page; a notebook never
   executed (committed before its first GPU run) is shown with a note that says so;
 - links inside a notebook (mkdocs-jupyter renders them, MkDocs never sees them): a link to
-  another notebook becomes a link to its page; one that points to nothing is a warning;
+  another notebook becomes a link to its page, and so does one to a docs page by its path in the
+  checkout (``../docs/pages/x.md``, which GitHub follows); one that points to nothing is a warning;
 - a notebook page is shaped for readers (:func:`reader_view`): the cell tags of the test
   machinery are not shown, papermill's injected-parameters cell becomes one line that says with
   which parameters the outputs were made, a progress bar on stderr is not styled as an error,
@@ -56,6 +57,9 @@ except ImportError as err:  # mkdocs started outside the checkout's path
 log = logging.getLogger("mkdocs.hooks.docs_site")  # under "mkdocs": counted by --strict
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
+# a notebook links to a page of the docs by its path in the checkout (notebooks/ -> ../docs/pages/),
+# which GitHub follows; on the site the page is at the top (docs_dir is docs/pages)
+PAGES_IN_THE_CHECKOUT = "docs/pages/"
 _URL_ATTRIBUTE = re.compile(r'\b(href|src)="([^"]*)"')
 _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]*)"')
 
@@ -194,13 +198,15 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
             return match.group(0)
         parts = urlsplit(url)
         target = posixpath.normpath(posixpath.join(posixpath.dirname(source), parts.path))
+        if target.startswith(PAGES_IN_THE_CHECKOUT):  # ../docs/pages/x.md: a link that works on GitHub
+            target = target[len(PAGES_IN_THE_CHECKOUT):]
         file = files.get_file_from_path(target)
         if file is None:
             kind = "figure" if attribute == "src" else "link"
             log.warning("%s: %s '%s' points to '%s', which is not in the site", source, kind,
                         url, target)
             return match.group(0)
-        if attribute == "href" and target.endswith(".ipynb"):
+        if attribute == "href" and target.endswith((".ipynb", ".md")):
             fragment = f"#{parts.fragment}" if parts.fragment else ""
             return f'href="{file.url_relative_to(page.file)}{fragment}"'
         return match.group(0)

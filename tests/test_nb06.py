@@ -144,8 +144,9 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
     for name, ratio in bench["ratios"].items():
         low, high = ratio["ci95"]
         assert low <= ratio["ratio"] <= high and ratio["trials"] == trials, name
-        expected = "faster" if low > 1 else "slower" if high < 1 else "no difference this run can show"
-        assert ratio["verdict"] == expected
+        expected = ("faster than" if low > 1 else "slower than" if high < 1
+                    else "not distinguishable from") + " the second"
+        assert ratio["verdict"] == expected, name
     cost = document["results"]["checkpoint_cost"]
     assert cost["write_ms"]["median"] > 0 and cost["restore_ms"]["median"] > 0 and cost["bytes"] > 0
     assert cost["share_of_steps"] == pytest.approx(

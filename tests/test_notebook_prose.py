@@ -3,7 +3,7 @@ same notebook shows (an output, the parameters cell, or a constant of its code),
 words ("faster", "slower", "no difference", ...) appear only in sentences that code generates
 from a ratio's interval (``helpers.benchmarking.versus``), never typed by hand.
 
-Left out of both checks: link targets and addresses, section numbers, the "Exercises" and
+Left out of both checks: link targets and addresses, section numbers, DALI's version, the "Exercises" and
 "Further reading" sections (they suggest values to try, they claim nothing), questions, and
 counts from 0 to 10 (steps, processes, "two checks"), which prose needs without an output."""
 
@@ -58,6 +58,7 @@ def _prose(notebook: Path) -> list[str]:
 def _without_addresses(text: str) -> str:
     text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
     text = re.sub(r"https?://\S+", "", text)
+    text = re.sub(r"\bDALI \d+(\.\d+)+", "DALI", text)  # a version is a name, not a figure
     return re.sub(r"^#+\s*\d+\s*·", "", text, flags=re.MULTILINE)  # section numbers
 
 

@@ -209,6 +209,16 @@ def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> N
     assert copies[0].read_text() != "my work"
 
 
+def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewrite(tmp_path: Path) -> None:
+    """The committed notebooks record the Python of the machine they ran on (the GPU runner's);
+    JupyterLab rewrites language_info from the kernel on opening, which marks a copy modified."""
+    import platform
+
+    for copy in suite.copy_notebooks(tmp_path, fresh=True):
+        assert nbformat.read(copy, as_version=4).metadata["language_info"]["version"] == \
+            platform.python_version()
+
+
 @pytest.mark.slow
 def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),

@@ -42,6 +42,7 @@ import datetime as _dt
 import itertools
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -186,6 +187,9 @@ def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False,
         copy = dest / notebook.name
         if fresh or not copy.exists():
             node = without_injected_parameters(notebook)
+            # the kernel's Python, as JupyterLab would write it on opening the copy: a copy made
+            # from a run on another Python (the GPU runner's) would otherwise open as modified
+            node.metadata.setdefault("language_info", {})["version"] = platform.python_version()
             if provenance:
                 node.cells.insert(0, provenance_cell(nbformat.read(notebook, as_version=4)))
             nbformat.write(node, copy)
