@@ -30,9 +30,9 @@ T = TypeVar("T")
 WATCHED_STEPS = 2  # steps checked at the start of every epoch: the traced one and a captured one
 WHAT_TO_DO = (
     "What to do: give each argument a value capture mode can prove constant: a literal, a list "
-    "or tuple of literals written in the call, a DALI constant, a local name bound to a tuple "
-    "(size = (64, 64), not a list, which could change), or ndd.capture.invariant(...) around a "
-    "global, an attribute or a function's result. "
+    "or tuple of literals written in the call, a DALI constant, or a value wrapped in "
+    "ndd.capture.invariant(...) (a global, an attribute, a function's result; a name bound to a "
+    "list, which could change, wrapped as a tuple). "
     "An operator whose input is the output of an eager one is eager too: fix the first one. "
     "Notebook 02, 'The capture rules, seen in action', shows each rule.")
 
@@ -204,9 +204,8 @@ class CaptureGuard:
                     if log:
                         calls = list(dict.fromkeys(str(call) for call in log))
                         raise EagerOperatorError(
-                            f"{self.name}: {len(calls)} operator call(s) were not captured at step "
-                            f"{step}{' (the traced step)' if step == 0 and not context.pipeline else ''}; "
-                            "capture mode runs them eagerly on every step, silently:\n"
+                            f"{self.name}: capture mode ran {len(calls)} operator call(s) "
+                            f"eagerly at step {step} (it would on every step, silently):\n"
                             + "\n".join(f"  - {call}" for call in calls)
                             + f"\nCaptured: {', '.join(self.captured) or 'nothing'}.\n{WHAT_TO_DO}"
                             + " The loop stopped here: make its reader again before the next "

@@ -75,7 +75,7 @@ def test_the_fixed_loop_passes_every_epoch_and_names_what_it_captured(lmdb_path)
 
 
 def test_a_call_the_traced_step_did_not_make_is_caught_at_the_first_captured_step(lmdb_path):
-    with pytest.raises(EagerOperatorError, match=r"not captured at step 1") as caught:
+    with pytest.raises(EagerOperatorError, match=r"eagerly at step 1") as caught:
         run(lmdb_path, with_a_late_call)
     assert "Flip (with_a_late_call, line" in str(caught.value)
     assert "Captured: Image." in str(caught.value)
