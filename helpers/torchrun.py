@@ -16,8 +16,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from helpers.parameters import ParameterError
@@ -128,6 +130,45 @@ def check_gpus_for(nproc_per_node: int, gpus: int) -> None:
             "device=\"cpu\" (gloo, any number of processes).")
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+def local_rendezvous(commands: Sequence[Sequence[str]]) -> tuple[str, int] | None:
+    """The rendezvous that several launches share on this machine (one ``--rdzv-endpoint`` on
+    ``localhost`` for all of them), as ``(host, port)``; None for anything else."""
+    endpoints = {arg.split("=", 1)[1] for command in commands for arg in command
+                 if str(arg).startswith("--rdzv-endpoint=")}
+    if len(commands) < 2 or len(endpoints) != 1:
+        return None
+    host, _, port = endpoints.pop().rpartition(":")
+    return (host, int(port)) if host in LOCAL_HOSTS and port.isdigit() else None
+
+
+@contextmanager
+def rendezvous_store(host: str, port: int, timeout: float = 60.0) -> Iterator[None]:
+    """Host the c10d rendezvous store at ``host:port`` in this process while the block runs.
+
+    Each ``torchrun`` of a c10d rendezvous on its own host tries to host the store itself and
+    falls back to joining it when the port is taken. When two "nodes" share one machine and the
+    one that hosts the store exits first, the other can no longer close the rendezvous: torchrun
+    then prints a ``RendezvousConnectionError`` warning with a C++ stack trace, although every
+    process exited with 0. Held here, the store outlives both launches."""
+    import torch.distributed as dist  # only the launches that need a store pay for the import
+
+    store = dist.TCPStore(host, port, is_master=True, multi_tenant=True,
+                          wait_for_workers=False, timeout=timedelta(seconds=timeout))
+    try:
+        yield
+    finally:
+        del store
+
+
+def shown_line(line: str) -> str:
+    """A line of a launch's output as the notebook shows it: paths inside the repository
+    relative to it (torch's C++ stack traces name the libraries of the virtual environment)."""
+    return line.replace(f"{REPO_ROOT}{os.sep}", "")
+
+
 def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool,
             on_line: Callable[[str], None] | None) -> None:
     assert process.stdout is not None
@@ -135,7 +176,7 @@ def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool,
         line = line.rstrip("\n")
         launch.lines.append(line)
         if echo:
-            print(f"{prefix}{line}", flush=True)
+            print(f"{prefix}{shown_line(line)}", flush=True)
         if on_line is not None:
             on_line(line)
 
@@ -164,11 +205,20 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
     group, echoing their output line by line (prefixed by the label when there are several).
     After ``timeout`` seconds whatever still runs is stopped. When all have ended, every process
     they started is gone. Raises :class:`LaunchError` unless all exit with 0. ``on_line`` is
-    called with every line of output as it comes (from a reader thread)."""
+    called with every line of output as it comes (from a reader thread). Launches that meet at
+    a rendezvous on this machine find its store held by this process (:func:`rendezvous_store`)."""
     env = env or launch_environment()
     labels = list(labels) or [f"launch {i}" for i in range(len(commands))]
     if len(labels) != len(commands):
         raise ValueError(f"{len(commands)} commands but {len(labels)} labels")
+    with ExitStack() as stack:
+        if (shared := local_rendezvous(commands)) is not None:
+            stack.enter_context(rendezvous_store(*shared))
+        return _run(commands, timeout, labels, env, echo, on_line)
+
+
+def _run(commands: Sequence[Sequence[str]], timeout: float, labels: list[str],
+         env: dict[str, str], echo: bool, on_line: Callable[[str], None] | None) -> list[Launch]:
     launches, processes, threads = [], [], []
     start = time.monotonic()
     for command, label in zip(commands, labels, strict=True):

@@ -27,9 +27,12 @@ from helpers.torchrun import (
     LaunchError,
     check_gpus_for,
     display_command,
+    free_port,
     launch_environment,
+    local_rendezvous,
     run_launches,
     run_torchrun,
+    shown_line,
     torchrun_command,
 )
 from tools import suite
@@ -330,3 +333,42 @@ def test_first_records_copies_a_prefix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fewer than"):
         first_records(small, tmp_path / "more", 11)
     assert not (tmp_path / "more").exists()
+
+
+def test_local_rendezvous_is_found_only_for_launches_that_share_one_on_this_machine() -> None:
+    def node(endpoint: str) -> list[str]:
+        return torchrun_command("train.py", [], 1, nnodes=2, rdzv_endpoint=endpoint)
+    assert local_rendezvous([node("localhost:29400")] * 2) == ("localhost", 29400)
+    assert local_rendezvous([node("127.0.0.1:5")] * 2) == ("127.0.0.1", 5)
+    assert local_rendezvous([node("node1.example.com:29400")] * 2) is None  # another machine's
+    assert local_rendezvous([node("localhost:29400")]) is None  # one launch hosts its own
+    assert local_rendezvous([node("localhost:1"), node("localhost:2")]) is None
+    assert local_rendezvous([torchrun_command("train.py", [], 2)] * 2) is None  # --standalone
+
+
+def test_shown_lines_name_paths_inside_the_repository_relative_to_it() -> None:
+    line = f"frame #0: f + 0x1 (0x7f in {REPO_ROOT / '.venv' / 'lib' / 'libc10.so'})"
+    assert shown_line(line) == "frame #0: f + 0x1 (0x7f in .venv/lib/libc10.so)"
+    assert shown_line("/usr/lib/libc.so") == "/usr/lib/libc.so"
+
+
+STORE_CLIENT = """
+import sys
+from datetime import timedelta
+import torch.distributed as dist
+host, port = sys.argv[1].split("=", 1)[1].rsplit(":", 1)
+store = dist.TCPStore(host, int(port), is_master=False, timeout=timedelta(seconds=10))
+store.add("joined", 1)
+print("joined", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_launches_that_meet_on_this_machine_find_the_rendezvous_store_held_for_them() -> None:
+    """Two "nodes" that only join the store (neither hosts it) reach it, and it outlives the
+    first to exit: torchrun's own host would take it down with it, and the other node's
+    torchrun would then warn, with a C++ stack trace, that it cannot close the rendezvous."""
+    endpoint = f"--rdzv-endpoint=localhost:{free_port()}"
+    commands = [[sys.executable, "-c", STORE_CLIENT, endpoint]] * 2
+    launches = run_launches(commands, timeout=60, labels=["node A", "node B"], echo=False)
+    assert [launch.lines for launch in launches] == [["joined"], ["joined"]]
