@@ -159,7 +159,8 @@ def _write_mnist(tmp: Path, split: str, records: int, seed: int) -> dict:
     env = lmdb.open(str(tmp), map_size=map_size, subdir=True, lock=False)
     try:
         with env.begin(write=True) as txn:
-            for key, index in enumerate(tqdm(order, desc=f"MNIST {split}", unit="rec", mininterval=1)):
+            for key, index in enumerate(tqdm(order, desc=f"MNIST {split}", unit="rec", mininterval=1,
+                                                  file=sys.stdout)):
                 value = encode_record(jpegs[index], int(labels[index]))
                 txn.put(f"{key:08d}".encode(), value)
         env.sync()
@@ -421,7 +422,8 @@ def _write_photo_set(tmp: Path, images: Path, size: int, seed: int, workers: int
             spec = photo_spec(split, index, sources, seed)
             jobs.append((tmp / split / spec.label / f"{spec.label}_{index:05d}.jpg", spec))
             keys.append((split, index))
-    progress = dict(total=len(jobs), desc=f"photos-{size}", unit="img", mininterval=1)
+    progress = dict(total=len(jobs), desc=f"photos-{size}", unit="img", mininterval=1,
+                    file=sys.stdout)  # stdout: a bar on stderr ends in a lone newline
     if workers > 1:
         # spawn, not forkserver: safe beside DALI's threads, and it leaves the process's
         # forkserver unstarted, so that a notebook can still preload modules into it

@@ -10,6 +10,7 @@ model's device) and ``close()``.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from helpers.benchmarking import interleaved_trials
+from helpers.benchmarking import interleaved_order
 
 Batch = tuple[Any, Any]
 
@@ -123,13 +124,36 @@ class InBackground:
 
 
 def rounds(configs: Sequence[Any], count: int, desc: str,
-           trial: Callable[[Any, int], dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+           trial: Callable[[Any, int], dict[str, Any]], *,
+           until: Callable[[Mapping[str, Sequence[dict[str, Any]]]], bool] | None = None,
+           most: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """``count`` interleaved rounds of ``trial(config, round)`` over ``configs`` (each has a
-    ``name``), with a progress bar; each configuration's records in round order, by name."""
+    ``name``; round k runs them in ``interleaved_order(names, k)``), with a progress bar; each
+    configuration's records in round order, by name.
+
+    With ``until``, more rounds follow the first ``count``, one at a time, until
+    ``until(records)`` is true or ``most`` rounds have run in all: for instance until the
+    intervals that a verdict rests on are narrow enough."""
     by_name = {c.name: c for c in configs}
-    with tqdm(total=count * len(by_name), desc=desc, unit="trial", mininterval=10) as bar:
-        return interleaved_trials(list(by_name), lambda name, k: trial(by_name[name], k), count,
-                                  on_done=lambda *_: bar.update())
+    names = list(by_name)
+    if count < 1:
+        raise ValueError(f"rounds: count must be at least 1, not {count}")
+    most = count if until is None else max(count, most or count)
+    records: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    # the bar on stdout: a bar on stderr ends in a lone newline that notebooks show as an empty
+    # error-coloured output
+    with tqdm(total=count * len(names), desc=desc, unit="trial", mininterval=10,
+              file=sys.stdout) as bar:
+        for k in range(most):
+            if k >= count and (until is None or until(records)):
+                break
+            if k >= count:
+                bar.total += len(names)
+                bar.refresh()
+            for name in interleaved_order(names, k):
+                records[name].append(trial(by_name[name], k))
+                bar.update()
+    return records
 
 
 def rates(records: Mapping[str, Sequence[Mapping[str, Any]]], name: str, key: str) -> list[float]:

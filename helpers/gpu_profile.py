@@ -1,0 +1,135 @@
+"""Where a training epoch's GPU time goes: torch.profiler's trace of the GPU's work (CUPTI
+records every kernel and copy of the process, DALI's included), split by who launched it.
+
+The model's kernels are those on the CUDA streams that training alone uses (the ceiling, with
+no loader running: ``model_streams``); every other stream's kernels are the loader's (DALI runs
+its kernels on streams of its own); copies and memsets are counted apart. The hardware JPEG
+decoder is not a kernel: its work appears only as the copies and kernels around it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# the categories of Kineto's chrome trace (lower-cased: older Kineto writes "Kernel", "Memcpy")
+GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "copy", "gpu_memset": "copy", "memcpy": "copy",
+                  "memset": "copy"}
+
+
+def profiled(run: Callable[[], Any], trace: Path) -> Any:
+    """``run()`` under torch.profiler (CPU and CUDA activities); its chrome trace is written to
+    ``trace``. Returns what ``run`` returns."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        result = run()
+    prof.export_chrome_trace(str(trace))
+    return result
+
+
+@dataclass(frozen=True)
+class GpuWork:
+    name: str
+    kind: str  # "kernel" or "copy"
+    stream: int | None
+    start_us: float
+    end_us: float
+
+
+def gpu_work(trace: Path | dict) -> list[GpuWork]:
+    """The kernels, copies and memsets of a chrome trace (a path or the loaded JSON)."""
+    document = json.loads(Path(trace).read_text()) if not isinstance(trace, dict) else trace
+    found = []
+    for event in document.get("traceEvents", []):
+        kind = GPU_CATEGORIES.get(str(event.get("cat", "")).lower())
+        if kind is None or event.get("ph") != "X":
+            continue
+        stream = event.get("args", {}).get("stream", event.get("tid"))  # a GPU event's tid: its stream
+        stream = stream if isinstance(stream, int) else None
+        start = float(event["ts"])
+        found.append(GpuWork(event.get("name", ""), kind, None if stream is None else int(stream),
+                             start, start + float(event.get("dur", 0.0))))
+    return found
+
+
+def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _length(spans: Iterable[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in spans)
+
+
+def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, high - low)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+@dataclass(frozen=True)
+class GpuTime:
+    """An epoch's GPU work, in milliseconds: ``span_ms`` from its first start to its last end,
+    ``busy_ms`` with anything running, the time each owner had work running (``model``,
+    ``loader``, ``copies``; work of one owner on several streams at once counts once), and
+    ``overlap_ms`` with the model's and the loader's kernels running at the same time."""
+
+    span_ms: float
+    busy_ms: float
+    model_ms: float
+    loader_ms: float
+    copies_ms: float
+    overlap_ms: float
+    loader_kernels: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def idle_ms(self) -> float:
+        return self.span_ms - self.busy_ms
+
+    def row(self, steps: int) -> dict[str, float]:
+        """Per training step, for a table."""
+        return {"GPU span ms/step": round(self.span_ms / steps, 2),
+                "idle ms/step": round(self.idle_ms / steps, 2),
+                "model kernels ms/step": round(self.model_ms / steps, 2),
+                "loader kernels ms/step": round(self.loader_ms / steps, 2),
+                "copies ms/step": round(self.copies_ms / steps, 2),
+                "model and loader at once ms/step": round(self.overlap_ms / steps, 2)}
+
+
+def gpu_time(work: list[GpuWork], model_streams: set[int]) -> GpuTime:
+    """Split ``work`` (``gpu_work``) into the model's kernels (on ``model_streams``), the
+    loader's kernels (on any other stream) and copies."""
+    if not work:
+        raise ValueError("the trace holds no GPU work: was the run on a GPU, with "
+                         "ProfilerActivity.CUDA?")
+    model = _union((w.start_us, w.end_us) for w in work
+                   if w.kind == "kernel" and w.stream in model_streams)
+    loader = _union((w.start_us, w.end_us) for w in work
+                    if w.kind == "kernel" and w.stream not in model_streams)
+    copies = _union((w.start_us, w.end_us) for w in work if w.kind == "copy")
+    busy = _union((w.start_us, w.end_us) for w in work)
+    span = max(w.end_us for w in work) - min(w.start_us for w in work)
+    names = Counter(w.name for w in work if w.kind == "kernel" and w.stream not in model_streams)
+    return GpuTime(span / 1e3, _length(busy) / 1e3, _length(model) / 1e3, _length(loader) / 1e3,
+                   _length(copies) / 1e3, _intersection(model, loader) / 1e3, dict(names))
+
+
+def kernel_streams(work: list[GpuWork]) -> set[int]:
+    """The streams on which ``work`` ran kernels (of training alone: the model's streams)."""
+    return {w.stream for w in work if w.kind == "kernel" and w.stream is not None}
