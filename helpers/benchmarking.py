@@ -123,6 +123,11 @@ class Ratio:
             return "not met"
         return "inconclusive"
 
+    def within(self, precision: float) -> bool:
+        """Whether the whole interval lies within ``precision`` (0.02: +-2%) of the ratio."""
+        return (self.ratio * (1 - precision) <= self.low
+                and self.high <= self.ratio * (1 + precision))
+
     def goal(self, goal: float, count: str = "trials") -> dict[str, Any]:
         """The record of a goal: ``{"ratio", "ci95", "goal", "verdict", count}``."""
         return {"ratio": self.ratio, "ci95": [self.low, self.high], "goal": goal,

@@ -141,3 +141,11 @@ def test_save_results_writes_everything(tmp_path: Path) -> None:
     assert document["parameters"] == {"a": 1} and document["headline"] == {"h": 3.0}
     assert document["results"] == {"r": [1, 2]} and document["machine"]["dali"]
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_within_says_whether_the_interval_is_narrow_enough() -> None:
+    steady = ratio([101.0, 99.0, 100.5, 99.5], [100.0, 100.0, 100.0, 100.0])
+    assert steady.within(0.02) and not steady.within(0.001)
+    noisy = ratio([130.0, 70.0, 120.0, 80.0], [100.0, 100.0, 100.0, 100.0])
+    assert not noisy.within(0.02) and noisy.within(10.0)
+    assert not ratio([1.0], [2.0]).within(0.5)  # one round: no interval at all

@@ -131,3 +131,37 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     nbformat.write(nb, path)
     assert figures_not_shown(path) == ["1,234"]
     assert comparatives_typed_by_hand(path) == ["Capture mode ran 1,234 samples/s, faster than eager."]
+
+
+DALI_DOCS = re.compile(r"https://docs\.nvidia\.com/deeplearning/dali/[^\s)\"'>\]]+")
+
+
+def _dali_links() -> dict[str, list[str]]:
+    repository = Path(__file__).resolve().parent.parent
+    found = {}
+    for path in [*notebooks(), *sorted((repository / "docs" / "pages").glob("*.md")),
+                 repository / "README.md"]:
+        if path.suffix == ".ipynb":
+            text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        else:
+            text = path.read_text()
+        found[path.name] = DALI_DOCS.findall(text)
+    return found
+
+
+def test_dali_documentation_links_name_the_installed_release() -> None:
+    """DALI's archived docs live at archives/dali_X_Y_Z/user-guide/<page> (no docs/ segment,
+    unlike the live user-guide/docs/); a link to the release the suite runs stays right when DALI
+    moves on. The development docs (main-user-guide) are linked only where a page is new."""
+    import nvidia.dali
+
+    release = "dali_" + nvidia.dali.__version__.split("+")[0].replace(".", "_")
+    pinned = f"https://docs.nvidia.com/deeplearning/dali/archives/{release}/user-guide/"
+    links = _dali_links()
+    assert sum(map(len, links.values())) > 20, "the notebooks link to DALI's documentation"
+    def right(url: str) -> bool:  # the release's archive, or a live page (user-guide/docs/...)
+        return url.startswith(pinned) or ("/archives/" not in url and "/user-guide/docs/" in url)
+
+    assert not right("https://docs.nvidia.com/deeplearning/dali/archives/dali_240/user-guide/docs/x.html")
+    wrong = {name: bad for name, urls in links.items() if (bad := [u for u in urls if not right(u)])}
+    assert not wrong, f"links to DALI's docs not pinned to {pinned}: {wrong}"
