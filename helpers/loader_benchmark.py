@@ -101,7 +101,9 @@ def _short(function: tuple[str, int, str]) -> str:
     if filename == "~":  # a C function
         return name.strip("<>")
     parts = filename.replace("\\", "/").split("/")
-    for anchor in ("site-packages", "helpers"):
+    if "nvidia" in parts:  # DALI's modules, wherever it is installed (a venv, pip --target)
+        return f"{'/'.join(parts[parts.index('nvidia'):][-3:])}:{line}({name})"
+    for anchor in ("site-packages", "dist-packages", "helpers"):
         if anchor in parts:  # a package's path from its top-level folder, never the machine's
             return f"{'/'.join(parts[parts.index(anchor) + 1:][-3:])}:{line}({name})"
     return f"{parts[-1]}:{line}({name})"
@@ -138,7 +140,7 @@ def profile_top(run: Callable[[], Any], steps: int, top: int = 8) -> dict[str, A
     return {
         "steps": steps,
         "total_us_per_step": total / steps * 1e6,
-        "top": [{"function": _short(f), "calls_per_step": calls / steps,
+        "top": [{"function": _short(f), "package": _package(f), "calls_per_step": calls / steps,
                  "own_us_per_step": own / steps * 1e6, "share": own / total}
                 for own, calls, f in rows],
         "share_by_package": {k: v / total for k, v in

@@ -113,3 +113,14 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
     assert done.returncode != 0
     expected = re.sub(r"</?code>", "`", NEEDS_THE_REPOSITORY)
     assert expected in done.stderr.splitlines()[-1], done.stderr
+
+
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
+def test_no_output_is_an_empty_error_stream(notebook: Path) -> None:
+    """A stderr output of nothing but whitespace (a progress bar's closing newline) renders as an
+    empty error-coloured bar in JupyterLab, on GitHub and on the docs site: progress goes to
+    stdout (helpers.loaders.rounds, the data builders)."""
+    empty = [i for i, c in enumerate(nbformat.read(notebook, as_version=4).cells)
+             for o in c.get("outputs", []) if o.get("output_type") == "stream"
+             and o.get("name") == "stderr" and not o.get("text", "").strip()]
+    assert not empty, f"{notebook.name}: empty stderr outputs in cells {empty}"

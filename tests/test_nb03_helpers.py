@@ -58,3 +58,16 @@ def test_profile_top_names_functions_per_step() -> None:
     assert len(profile["top"]) == 3 and profile["steps"] == 10
     assert sum(profile["share_by_package"].values()) == pytest.approx(1.0)
     assert all(row["own_us_per_step"] > 0 for row in profile["top"])
+
+
+@pytest.mark.parametrize("filename, expected", [
+    ("/tmp/site/nvidia/dali/experimental/dynamic/_tensor.py", "experimental/dynamic/_tensor.py:176(f)"),
+    ("/x/.venv/lib/python3.11/site-packages/nvidia/dali/_batch.py", "nvidia/dali/_batch.py:176(f)"),
+    ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch/autograd/graph.py:176(f)"),
+    ("/home/u/repo/helpers/loaders.py", "loaders.py:176(f)"),
+])
+def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filename, expected) -> None:
+    from helpers.loader_benchmark import _package, _short
+
+    assert _short((filename, 176, "f")) == expected
+    assert (_package((filename, 176, "f")) == "DALI (Python side)") == ("nvidia" in filename)
