@@ -18,7 +18,9 @@ what no library does:
 - a notebook page is shaped for readers (:func:`reader_view`): the cell tags of the test
   machinery are not shown, papermill's injected-parameters cell becomes one line that says with
   which parameters the outputs were made, a progress bar on stderr is not styled as an error,
-  and a long printed file (a cell tagged ``collapse-output``) is shown highlighted and folded;
+  a long printed file (a cell tagged ``collapse-output``, as text or as IPython's highlighted
+  ``Code``) is shown highlighted and folded, and an output of nothing but whitespace (a progress
+  bar's closing newline) is not shown;
 - each notebook page starts with a download link that says what the notebook needs to run.
 
 Every problem is a warning; `strict: true` turns them into a failed build.
@@ -313,9 +315,35 @@ def reader_view(html: str, notebook: dict[str, Any]) -> str:
     for output in soup.select('[data-mime-type="application/vnd.jupyter.stderr"]'):
         if is_progress_bar(output.get_text()):
             output["class"] = [*output.get("class", []), "progress-output"]
+    for output in soup.select(".jp-OutputArea-output"):  # an empty stream: a progress bar's newline
+        if _is_empty(output):
+            (output.find_parent(class_="jp-OutputArea-child") or output).decompose()
     for cell in _cells_tagged(soup, COLLAPSE):
         for output in cell.select('.jp-OutputArea-output[data-mime-type="text/plain"]'):
             pre = output.find("pre")
             if pre is not None:
                 pre.replace_with(BeautifulSoup(folded_source(pre.get_text()), "html.parser"))
+        for output in cell.select('.jp-OutputArea-output[data-mime-type="text/html"]'):
+            _fold_html(soup, output)  # IPython.display.Code: already highlighted
     return str(soup)
+
+
+def _is_empty(output: Tag) -> bool:
+    """An output that shows nothing: only whitespace, no image, table or other element."""
+    return not output.get_text().strip() and not output.find(["img", "svg", "table", "iframe",
+                                                              "video", "canvas", "input"])
+
+
+def _fold_html(soup: BeautifulSoup, output: Tag) -> None:
+    """The children of an HTML output (a highlighted file, IPython.display.Code) inside a folded
+    <details>, with its line count."""
+    pre = output.find("pre")
+    count = len(pre.get_text().rstrip("\n").splitlines()) if pre is not None else 0
+    what = f"script: {count} lines of Python" if output.find(class_="highlight") else f"file: {count} lines"
+    details = soup.new_tag("details", attrs={"class": "printed-file"})
+    summary = soup.new_tag("summary")
+    summary.string = f"The printed {what} (click to show)"
+    details.append(summary)
+    for child in list(output.children):
+        details.append(child.extract())
+    output.append(details)

@@ -326,6 +326,9 @@ READING_JS = """([minFigure, wide, progress]) => {
     problems.push('cell tags shown (the test machinery: nbval-check-output, parameters)');
   if (content.querySelector('.celltag_injected-parameters'))
     problems.push("papermill's injected-parameters cell shown");
+  for (const out of content.querySelectorAll('.jp-OutputArea-output'))
+    if (!out.textContent.trim() && !out.querySelector('img, svg, table, iframe, video, canvas, input'))
+      problems.push('an empty output (an empty bar on the page)');
   for (const out of content.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')) {
     const background = getComputedStyle(out).backgroundColor;
     const plain = ['rgba(0, 0, 0, 0)', 'transparent'].includes(background);
@@ -394,13 +397,14 @@ def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) 
         '<div class="celltag_injected-parameters">device = "gpu"</div>'
         '<div data-mime-type="application/vnd.jupyter.stderr" style="background: #fdd">'
         "runs: 100%|##########| 74/74 [03:37&lt;00:00]</div>"
+        '<div class="jp-OutputArea-output" data-mime-type="application/vnd.jupyter.stderr"><pre>\n</pre></div>'
         '<img style="width: 100px" src="wide.png"></div>')
     Image.new("L", (800, 10)).save(tmp_path / "wide.png")
     with serve(tmp_path) as url:
         report = "\n".join(reading_problems(browser, url + "bad.html", WIDE))
     for expected in ("the page scrolls sideways", "wraps mid-word", "not in a scroll box",
                      "cell tags shown", "injected-parameters cell shown",
-                     "progress bar styled as an error", "code does not fit unwrapped",
+                     "progress bar styled as an error", "an empty output", "code does not fit unwrapped",
                      "heading not in the table of contents: Exercises",
                      "a figure of 800 px shown 100 px wide"):
         assert expected in report, f"{expected!r} not caught:\n{report}"
@@ -534,6 +538,7 @@ def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, t
     path, index, lines = _longest_printout(root)
     notebook = json.loads(path.read_text())
     notebook["cells"][index].setdefault("metadata", {}).setdefault("tags", []).append("collapse-output")
+    shown_code = sum("text/html" in o.get("data", {}) for o in notebook["cells"][index]["outputs"])
     path.write_text(json.dumps(notebook))
     result = mkdocs_build(root, tmp_path / "site")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -542,7 +547,8 @@ def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, t
         with serve(tmp_path / "site") as url:
             page.goto(url + f"notebooks/{path.stem}.html")
             folded = page.locator("details.printed-file")
-            assert folded.count() == 1
+            assert folded.count() == 1 + shown_code  # the printout, and any IPython Code beside it
+            folded = folded.first
             assert folded.get_attribute("open") is None
             assert f": {lines} lines" in folded.locator("summary").inner_text()
             assert folded.bounding_box()["height"] < 100
@@ -659,3 +665,46 @@ def test_progress_bars_are_told_from_other_stderr(hooks: Any) -> None:
     assert not hooks.is_progress_bar("UserWarning: 50% of the batches were skipped")
     assert not hooks.is_progress_bar("runs: 100%|##########| 74/74\nTraceback (most recent call last):")
     assert not hooks.is_progress_bar("\n")
+
+
+def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) -> None:
+    code = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="text/html">'
+            '<style>pre { line-height: 125%; }</style><div class="highlight"><pre><span class="k">import'
+            '</span> os\n\n<span class="k">def</span> main():\n    pass\n</pre></div></div></div>')
+    empty = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" '
+             'data-mime-type="application/vnd.jupyter.stderr"><pre>\n</pre></div></div>')
+    figure = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="image/png">'
+              '<img src="data:image/png;base64,AAAA"/></div></div>')
+    html = "".join([_cell(["collapse-output"], "Code(SCRIPT.read_text())", code),
+                    _cell([], "loop()", empty + _stream("done")), _cell([], "plot()", figure)])
+    shown = hooks.reader_view(html, {"cells": []})
+    folded = re.search(r'<details class="printed-file"><summary>(.*?)</summary>(.*)</details>', shown, re.S)
+    assert folded, shown
+    assert folded.group(1) == "The printed script: 4 lines of Python (click to show)"
+    assert '<span class="k">def</span>' in folded.group(2)
+    assert "vnd.jupyter.stderr" not in shown and "<pre>done</pre>" in shown  # the empty one only
+    assert "<img" in shown  # an output with an element stays
+
+
+SCREEN = 900  # px: one screen at 1280x900
+MOST_SCREENS = 20
+# Pages longer than 20 screens at 1280 px (heights of the committed notebooks, docs of this
+# version): their first lessons and bookkeeping wait for their next GPU runs (issue 26). Each
+# xfail is strict: a page that gets short enough says to drop its name here.
+LONGER_THAN_20_SCREENS = {"notebooks/01-getting-started.html", "notebooks/03-feeding-pytorch-fast.html",
+                          "notebooks/05-photos-at-scale.html", "notebooks/06-checkpoint-resume.html"}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="over 20 screens until its next run"))
+    if p in LONGER_THAN_20_SCREENS else p for p in NOTEBOOK_PAGES])
+def test_notebook_page_is_at_most_20_screens_at_1280_px(browser: Any, base_url: str,
+                                                       page_path: str) -> None:
+    page = browser.new_page(viewport=WIDE)
+    try:
+        page.goto(base_url + page_path, wait_until="load")
+        height = page.evaluate("document.documentElement.scrollHeight")
+    finally:
+        page.close()
+    assert height <= MOST_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
