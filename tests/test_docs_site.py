@@ -397,7 +397,8 @@ def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) 
         '<div class="celltag_injected-parameters">device = "gpu"</div>'
         '<div data-mime-type="application/vnd.jupyter.stderr" style="background: #fdd">'
         "runs: 100%|##########| 74/74 [03:37&lt;00:00]</div>"
-        '<div class="jp-OutputArea-output" data-mime-type="application/vnd.jupyter.stderr"><pre>\n</pre></div>'
+        '<div class="jp-OutputArea-output" data-mime-type="application/vnd.jupyter.stderr">'
+        '<pre>\n</pre></div>'
         '<img style="width: 100px" src="wide.png"></div>')
     Image.new("L", (800, 10)).save(tmp_path / "wide.png")
     with serve(tmp_path) as url:
