@@ -80,6 +80,7 @@ def test_missing_embedded_data_says_make_data(tmp_path: Path, monkeypatch) -> No
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # builds the embedded MNIST LMDBs and photographs
 def test_missing_embedded_data_is_built_on_first_use(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("DALI_EXTRA_PATH", raising=False)
     sources = locate_data(data_dir=tmp_path, verbose=False)

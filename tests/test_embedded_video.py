@@ -20,6 +20,7 @@ from helpers.embedded_video import (
 )
 
 SMALL = dict(width=96, height=64, frames=16, gop=8, per_class=1)
+pytestmark = pytest.mark.slow  # each module builds the photographs and two video sets
 
 
 @pytest.fixture(scope="module")

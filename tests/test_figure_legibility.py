@@ -53,6 +53,7 @@ def legibility_problems(figure: Figure) -> list[str]:
     return problems
 
 
+@pytest.mark.slow  # renders a grid at several sizes: seconds
 @pytest.mark.parametrize(("count", "shape", "arguments"), [
     (64, (28, 28, 1), {"columns": 16, "size": 0.7}),  # notebook 02's digits
     (8, (427, 640, 3), {"class_names": list("abcdefghij"), "title": "First batch"}),  # 01
@@ -69,6 +70,7 @@ def test_grids_are_legible(count: int, shape: tuple[int, ...], arguments: dict) 
         plt.close(figure)
 
 
+@pytest.mark.slow
 def test_a_grid_keeps_the_columns_it_was_asked_for_when_they_fit() -> None:
     images, labels = _batch(64, (28, 28, 1))
     figure = show_batch(images, labels, columns=16, size=0.7)
@@ -79,6 +81,7 @@ def test_a_grid_keeps_the_columns_it_was_asked_for_when_they_fit() -> None:
         plt.close(figure)
 
 
+@pytest.mark.slow
 def test_the_checks_catch_an_illegible_grid() -> None:
     """A grid drawn as show_batch drew them before: 7.5 px labels over 20 px digits."""
     figure, axes = plt.subplots(4, 16, figsize=(16 * 0.7, 4 * 0.7 * 0.8), dpi=60)
