@@ -51,7 +51,9 @@ def check_goals(document: dict) -> None:
     assert set(goals) == {n for n, (model, _) in GOALS.items() if model is None or model in models}
     for name, g in goals.items():
         low, high = g["ci95"]
-        assert g["goal"] == GOALS[name][1] and g["trials"] == parameters["trials"]
+        model = GOALS[name][0]
+        rounds = (results["alone"] if model is None else results["end_to_end"][model])["rounds"]
+        assert g["goal"] == GOALS[name][1] and g["trials"] == rounds
         assert 0 < low <= g["ratio"] <= high
         expected = "met" if low >= g["goal"] else "not met" if high < g["goal"] else "inconclusive"
         assert g["verdict"] == expected
@@ -74,7 +76,8 @@ def check_trials(document: dict) -> None:
     results, parameters = document["results"], document["parameters"]
     selection, alone = results["selection"], results["alone"]
     assert all(len(t) == parameters["selection_trials"] for t in selection["trials"].values())
-    assert all(len(t) == parameters["trials"] for t in alone["trials"].values())
+    assert parameters["trials"] <= alone["rounds"] <= parameters["most_trials"]
+    assert all(len(t) == alone["rounds"] for t in alone["trials"].values())
     configs = selection["configs"]
     assert {c["workers"] for c in configs.values() if c["loader"] == "dataloader"} == \
         set(parameters["dataloader_workers"])
@@ -86,7 +89,8 @@ def check_trials(document: dict) -> None:
     for model in parameters["models"]:
         run = results["end_to_end"][model]
         assert set(run["picks"]) == ROLES
-        assert all(len(t) == parameters["trials"] for t in run["trials"].values())
+        assert parameters["trials"] <= run["rounds"] <= parameters["most_trials"]
+        assert all(len(t) == run["rounds"] for t in run["trials"].values())
         assert all(len(t) == parameters["selection_trials"] for t in run["selection"].values())
         dynamic = [n for n in run["selection"] if n.startswith("capture")]
         assert run["picks"]["best dynamic mode"] == max(

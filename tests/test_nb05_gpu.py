@@ -37,3 +37,20 @@ def test_the_loaders_agree_and_a_corrupt_file_is_named_on_the_gpu(gpu_results: R
     assert results["labels_agree"] and results["pixels_agree"] and results["channels_visible"]
     assert results["corrupt_file"]["named"] is True
     assert set(results["corrupt_file"]["dali_says"]) == {"cpu", "gpu"}
+
+
+def test_the_profile_split_each_models_gpu_time_between_the_model_and_dali(
+        gpu_results: Results) -> None:
+    """One profiled epoch per model and loader: training alone runs only the model's kernels;
+    fed by DALI, kernels of DALI's own streams run too; every part fits in the epoch's span."""
+    document = gpu_results(NAME)
+    profile = document["results"]["gpu_profile"]
+    assert set(profile) == set(document["parameters"]["models"])
+    for split in profile.values():
+        assert set(split) == {"training alone", "pipeline mode, same knobs", "best dynamic mode"}
+        assert split["training alone"]["loader_ms"] == 0
+        for label, t in split.items():
+            assert 0 < t["model_ms"] <= t["busy_ms"] <= t["span_ms"]
+            assert t["overlap_ms"] <= min(t["model_ms"], t["loader_ms"]) + 1e-6
+            if label != "training alone":
+                assert t["loader_ms"] > 0 and t["loader_kernels"]
