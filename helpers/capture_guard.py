@@ -30,9 +30,10 @@ T = TypeVar("T")
 WATCHED_STEPS = 2  # steps checked at the start of every epoch: the traced one and a captured one
 WHAT_TO_DO = (
     "What to do: give each argument a value capture mode can prove constant: a literal, a list "
-    "or tuple of literals written in the call, a DALI constant, or a value wrapped in "
-    "ndd.capture.invariant(...) (a global, an attribute, a function's result; a name bound to a "
-    "list, which could change, wrapped as a tuple). "
+    "or tuple of constants written in the call, a DALI constant, or a name assigned once inside "
+    "the function to a tuple (bind a tuple: `size = (64, 64)`, not `size = [64, 64]`); wrap in "
+    "ndd.capture.invariant(...) what capture mode cannot prove: a global, an attribute, a "
+    "function's result. "
     "An operator whose input is the output of an eager one is eager too: fix the first one. "
     "Notebook 02, 'The capture rules, seen in action', shows each rule.")
 
@@ -204,8 +205,10 @@ class CaptureGuard:
                     if log:
                         calls = list(dict.fromkeys(str(call) for call in log))
                         raise EagerOperatorError(
-                            f"{self.name}: capture mode ran {len(calls)} operator call(s) "
-                            f"eagerly at step {step} (it would on every step, silently):\n"
+                            f"{self.name}: {len(calls)} operator call(s) "
+                            + ("were not captured at the traced step (step 0)" if step == 0 else
+                               f"matched no captured call at step {step} and ran eagerly")
+                            + "; they run eagerly on every step, silently:\n"
                             + "\n".join(f"  - {call}" for call in calls)
                             + f"\nCaptured: {', '.join(self.captured) or 'nothing'}.\n{WHAT_TO_DO}"
                             + " The loop stopped here: make its reader again before the next "
@@ -221,4 +224,5 @@ class CaptureGuard:
     def __str__(self) -> str:
         if not self.checked:
             return f"{self.name}: not checked"
-        return f"{self.name}: captured {', '.join(self.captured or []) or 'nothing'}; nothing eager"
+        return (f"{self.name}: captured {', '.join(self.captured or []) or 'nothing'}; nothing eager "
+                f"in the steps checked (the first {WATCHED_STEPS} of each epoch)")

@@ -1,10 +1,12 @@
 """Where a training epoch's GPU time goes: torch.profiler's trace of the GPU's work (CUPTI
 records every kernel and copy of the process, DALI's included), split by who launched it.
 
-The model's kernels are those on the CUDA streams that training alone uses (the ceiling, with
-no loader running: ``model_streams``); every other stream's kernels are the loader's (DALI runs
-its kernels on streams of its own); copies and memsets are counted apart. The hardware JPEG
-decoder is not a kernel: its work appears only as the copies and kernels around it.
+The model's kernels are those on the CUDA stream that training alone keeps busiest (the
+ceiling, with no loader working: ``busiest_stream``; torch trains on its current stream);
+every other stream's kernels are the loader's (DALI runs its kernels on streams of its own);
+copies and memsets are counted apart, wherever they run (pipeline mode's copy into torch's
+tensors runs on torch's stream). The hardware JPEG decoder is not a kernel: time when only it
+works counts as idle here.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "copy", "gpu_memset": "copy"
 
 
 def profiled(run: Callable[[], Any], trace: Path) -> Any:
-    """``run()`` under torch.profiler (CPU and CUDA activities); its chrome trace is written to
-    ``trace``. Returns what ``run`` returns."""
+    """``run()`` under torch.profiler, GPU activity only (recording the CPU's too would slow the
+    launches down); its chrome trace is written to ``trace``. Returns what ``run`` returns."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         result = run()
     prof.export_chrome_trace(str(trace))
     return result
@@ -131,5 +133,29 @@ def gpu_time(work: list[GpuWork], model_streams: set[int]) -> GpuTime:
 
 
 def kernel_streams(work: list[GpuWork]) -> set[int]:
-    """The streams on which ``work`` ran kernels (of training alone: the model's streams)."""
+    """The streams on which ``work`` ran kernels."""
     return {w.stream for w in work if w.kind == "kernel" and w.stream is not None}
+
+
+def kernel_time_by_stream(work: list[GpuWork]) -> dict[int, float]:
+    """Milliseconds of kernels on each stream, busiest first."""
+    totals: dict[int, float] = {}
+    for w in work:
+        if w.kind == "kernel" and w.stream is not None:
+            totals[w.stream] = totals.get(w.stream, 0.0) + (w.end_us - w.start_us) / 1e3
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def busiest_stream(work: list[GpuWork]) -> int:
+    """The stream with the most kernel time (of training alone: the model's). Raises
+    ValueError when there is no kernel, or when a kernel on it is named like DALI's."""
+    totals = kernel_time_by_stream(work)
+    if not totals:
+        raise ValueError("the trace holds no kernel: was the run on a GPU, with "
+                         "ProfilerActivity.CUDA?")
+    stream = next(iter(totals))
+    dali = sorted({w.name for w in work if w.stream == stream and "dali" in w.name.lower()})
+    if dali:
+        raise ValueError(f"the busiest stream of training alone ran DALI's kernels ({dali[:3]}): "
+                         "a loader was still working; let the loaders settle before profiling")
+    return stream

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.gpu_profile import gpu_time, gpu_work, kernel_streams
+from helpers.gpu_profile import busiest_stream, gpu_time, gpu_work, kernel_streams, kernel_time_by_stream
 
 
 def _event(name: str, cat: str, stream: int, ts: float, dur: float) -> dict:
@@ -53,3 +53,14 @@ def test_gpu_time_splits_the_model_from_the_loader_by_stream() -> None:
 def test_a_trace_without_gpu_work_says_what_to_check() -> None:
     with pytest.raises(ValueError, match="ProfilerActivity.CUDA"):
         gpu_time(gpu_work({"traceEvents": [TRACE["traceEvents"][0]]}), {7})
+
+
+def test_the_busiest_stream_of_training_alone_is_the_models() -> None:
+    work = gpu_work(TRACE)
+    assert kernel_time_by_stream(work) == pytest.approx({7: 3.0, 21: 1.0, 22: 0.3})
+    assert busiest_stream(work) == 7
+    dali_busiest = [w for w in work if w.stream != 7]
+    with pytest.raises(ValueError, match="let the loaders settle"):
+        busiest_stream(dali_busiest)
+    with pytest.raises(ValueError, match="no kernel"):
+        busiest_stream([w for w in work if w.kind == "copy"])
