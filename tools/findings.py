@@ -125,9 +125,10 @@ def _hardware_decoder(get: Lookup) -> str:
     load = get.value(NB01, "headline", "best_hw_decoder_load")
     fixed = get.ratio(NB01, "ratios", "best_gpu_over_cpu")
     best = get.ratio(NB01, "ratios", "best_gpu_over_best_cpu")
-    return (f"at hw_decoder_load {load:g} (the best tried), GPU decoding of the photographs was "
-            f"{versus(fixed, f'CPU decoding at {threads} threads')} and "
-            f"{versus(best, 'CPU decoding at its best thread count')}.")
+    return (f"at hw_decoder_load {load:g} (its highest sweep median), GPU decoding "
+            f"of the photographs was {versus(fixed, f'CPU decoding at {threads} threads')} and, each "
+            f"at its setting with the highest sweep median, "
+            f"{versus(best, 'CPU decoding')}.")
 
 
 def _cpu_time(get: Lookup) -> str:
