@@ -73,16 +73,23 @@ def interleaved_order(names: Sequence[str], trial: int) -> list[str]:
 
 
 def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any], trials: int,
-                       *, on_done: Callable[[str, int], None] | None = None) -> dict[str, list[Any]]:
+                       *, on_done: Callable[[str, int], None] | None = None,
+                       until: Callable[[dict[str, list[Any]]], bool] | None = None,
+                       most: int | None = None) -> dict[str, list[Any]]:
     """Run ``measure(name, trial)`` for every configuration in ``trials`` interleaved rounds
     (``interleaved_order``); returns each configuration's records in trial order. ``on_done``
-    is called after each measurement (a progress bar's update)."""
+    is called after each measurement (a progress bar's update). With ``until``, more rounds
+    follow, one at a time, until ``until(records)`` is true or ``most`` rounds have run in all
+    (for instance until the intervals a verdict rests on are narrow enough)."""
     if trials < 1:
         raise ValueError(f"trials must be at least 1, not {trials}")
     if len(set(names)) != len(names):
         raise ValueError(f"configuration names must be unique: {list(names)}")
+    most = trials if until is None else max(trials, most or trials)
     records: dict[str, list[Any]] = {name: [] for name in names}
-    for trial in range(trials):
+    for trial in range(most):
+        if trial >= trials and until is not None and until(records):
+            break
         for name in interleaved_order(names, trial):
             records[name].append(measure(name, trial))
             if on_done is not None:

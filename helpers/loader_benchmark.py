@@ -101,8 +101,9 @@ def _short(function: tuple[str, int, str]) -> str:
     if filename == "~":  # a C function
         return name.strip("<>")
     parts = filename.replace("\\", "/").split("/")
-    if "nvidia" in parts:  # DALI's modules, wherever it is installed (a venv, pip --target)
-        return f"{'/'.join(parts[parts.index('nvidia'):][-3:])}:{line}({name})"
+    dali = [i for i in range(len(parts) - 1) if parts[i:i + 2] == ["nvidia", "dali"]]
+    if dali:  # DALI's modules, wherever it is installed (a venv, pip --target)
+        return f"{'/'.join(parts[dali[-1]:][-3:])}:{line}({name})"
     for anchor in ("site-packages", "dist-packages", "helpers"):
         if anchor in parts:  # a package's path from its top-level folder, never the machine's
             return f"{'/'.join(parts[parts.index(anchor) + 1:][-3:])}:{line}({name})"

@@ -19,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from helpers.benchmarking import interleaved_order
+from helpers.benchmarking import interleaved_trials
 
 Batch = tuple[Any, Any]
 
@@ -128,32 +128,21 @@ def rounds(configs: Sequence[Any], count: int, desc: str,
            until: Callable[[Mapping[str, Sequence[dict[str, Any]]]], bool] | None = None,
            most: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """``count`` interleaved rounds of ``trial(config, round)`` over ``configs`` (each has a
-    ``name``; round k runs them in ``interleaved_order(names, k)``), with a progress bar; each
-    configuration's records in round order, by name.
-
-    With ``until``, more rounds follow the first ``count``, one at a time, until
-    ``until(records)`` is true or ``most`` rounds have run in all: for instance until the
-    intervals that a verdict rests on are narrow enough."""
+    ``name``), with a progress bar; each configuration's records in round order, by name.
+    ``until`` and ``most``: more rounds until a condition holds (``interleaved_trials``)."""
     by_name = {c.name: c for c in configs}
-    names = list(by_name)
-    if count < 1:
-        raise ValueError(f"rounds: count must be at least 1, not {count}")
-    most = count if until is None else max(count, most or count)
-    records: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+
+    def done(*_: Any) -> None:
+        if bar.n >= bar.total:  # a round past the first `count`: the bar grows by one round
+            bar.total += len(by_name)
+        bar.update()
+
     # the bar on stdout: a bar on stderr ends in a lone newline that notebooks show as an empty
     # error-coloured output
-    with tqdm(total=count * len(names), desc=desc, unit="trial", mininterval=10,
+    with tqdm(total=count * len(by_name), desc=desc, unit="trial", mininterval=10,
               file=sys.stdout) as bar:
-        for k in range(most):
-            if k >= count and (until is None or until(records)):
-                break
-            if k >= count:
-                bar.total += len(names)
-                bar.refresh()
-            for name in interleaved_order(names, k):
-                records[name].append(trial(by_name[name], k))
-                bar.update()
-    return records
+        return interleaved_trials(list(by_name), lambda name, k: trial(by_name[name], k), count,
+                                  on_done=done, until=until, most=most)
 
 
 def rates(records: Mapping[str, Sequence[Mapping[str, Any]]], name: str, key: str) -> list[float]:

@@ -104,9 +104,10 @@ def check_video_folder(path: str | Path, *, device: str, clip_frames: int, strid
     if unreadable:
         problems.append(f"{len(unreadable)} not readable as video: "
                         + "; ".join(reason for _, reason in unreadable[:SHOWN]))
-    wrong_codec = [v.path for v in videos if v.codec not in DALI_CODECS[device]]
+    undecodable = [v for v in videos if v.codec not in DALI_CODECS[device]]
+    wrong_codec = [v.path for v in undecodable]
     if wrong_codec:
-        codecs = sorted({v.codec for v in videos if v.path in wrong_codec})
+        codecs = sorted({v.codec for v in undecodable})
         problems.append(
             f"{len(wrong_codec)} in a codec ({', '.join(codecs)}) that DALI does not decode on the "
             f"{device} (it takes {', '.join(sorted(DALI_CODECS[device]))}): {_listing(wrong_codec, root)}. "
