@@ -12,8 +12,10 @@ works counts as idle here.
 from __future__ import annotations
 
 import json
+import tempfile
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,3 +161,44 @@ def busiest_stream(work: list[GpuWork]) -> int:
         raise ValueError(f"the busiest stream of training alone ran DALI's kernels ({dali[:3]}): "
                          "a loader was still working; let the loaders settle before profiling")
     return stream
+
+
+def profile_epochs(epochs: Mapping[str, Callable[[], Any]], reference: str, *,
+                   settle: Callable[[], None] = lambda: None,
+                   settle_s: float = 1.0) -> tuple[dict[str, GpuTime], dict[int, float]]:
+    """Each of ``epochs`` (a label and a function that runs one epoch) under the profiler in turn,
+    after ``settle_s`` seconds' pause and ``settle()`` (a synchronize), so that no loader's
+    prefetching spills into the next. The model's stream is ``reference``'s busiest (training
+    alone); returns each epoch's ``GpuTime`` and the reference's kernel milliseconds by stream.
+    Raises ValueError when the reference ran no kernel (CUPTI off limits, or no GPU)."""
+    if reference not in epochs:
+        raise ValueError(f"reference {reference!r} is none of the epochs {list(epochs)}")
+    work = {}
+    with tempfile.TemporaryDirectory(prefix="gpu-profile-") as folder:
+        for i, (label, run) in enumerate(epochs.items()):
+            time.sleep(settle_s)
+            settle()
+            trace = Path(folder) / f"{i}.json"
+            profiled(run, trace)
+            work[label] = gpu_work(trace)
+    model_streams = {busiest_stream(work[reference])}
+    return ({label: gpu_time(w, model_streams) for label, w in work.items()},
+            kernel_time_by_stream(work[reference]))
+
+
+def split_sentence(alone: GpuTime, fed: GpuTime, steps: int, *, fed_by: str = "the loader",
+                   top: int = 3) -> str:
+    """One sentence, per training step: the model's kernels, idle time of training alone, and
+    what the model, the loader and copies ran when a loader fed it, with its most launched kernels."""
+    def per(ms: float) -> str:
+        return f"{ms / steps:.2f} ms"
+
+    launched = sorted(fed.loader_kernels.items(), key=lambda kv: -kv[1])[:top]
+    names = ("" if not launched else " The loader's most often launched kernels: "
+             + ", ".join(f"`{name[:60]}` ({count}x)" for name, count in launched) + ".")
+    return (f"training alone, the model's kernels ran {per(alone.model_ms)} a step and no kernel or "
+            f"copy ran {per(alone.idle_ms)}; fed by {fed_by}, the model's kernels ran "
+            f"{per(fed.model_ms)} a step, the loader's {per(fed.loader_ms)} "
+            f"({per(fed.overlap_ms)} of it at the same time as the model's), copies "
+            f"{per(fed.copies_ms)}, and no kernel or copy ran {per(fed.idle_ms)} (the hardware "
+            "decoder may have been busy)." + names)

@@ -64,3 +64,27 @@ def test_the_busiest_stream_of_training_alone_is_the_models() -> None:
         busiest_stream(dali_busiest)
     with pytest.raises(ValueError, match="no kernel"):
         busiest_stream([w for w in work if w.kind == "copy"])
+
+
+def test_profile_epochs_takes_the_models_stream_from_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    import helpers.gpu_profile as gp
+
+    alone = {"traceEvents": [e for e in TRACE["traceEvents"] if e.get("args", {}).get("stream") == 7]}
+    traces = iter([alone, TRACE])
+    settled = []
+
+    def fake_profiled(run, trace: Path):
+        run()
+        trace.write_text(json.dumps(next(traces)))
+
+    monkeypatch.setattr(gp, "profiled", fake_profiled)
+    ran = []
+    epochs = {"alone": lambda: ran.append("alone"), "fed": lambda: ran.append("fed")}
+    split, by_stream = gp.profile_epochs(epochs, "alone", settle=lambda: settled.append(1), settle_s=0)
+    assert ran == ["alone", "fed"] and len(settled) == 2
+    assert by_stream == pytest.approx({7: 3.0})
+    assert split["alone"].loader_ms == 0 and split["fed"].loader_ms == pytest.approx(1.0)
+    sentence = gp.split_sentence(split["alone"], split["fed"], steps=2)
+    assert "the loader's 0.50 ms" in sentence and "`dali::kernels::ResampleHorz` (1x)" in sentence
+    with pytest.raises(ValueError, match="reference 'ceiling' is none of the epochs"):
+        gp.profile_epochs({"alone": lambda: None}, "ceiling", settle_s=0)
