@@ -117,12 +117,7 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
 
 # Run before their progress bars moved to stdout; their next GPU run (branch next-gpu-run holds
 # their changes) clears them, and this test then says to drop the names.
-EMPTY_STDERR_UNTIL_THE_NEXT_RUN = {"03-feeding-pytorch-fast", "05-photos-at-scale"}
-
-
-@pytest.mark.parametrize("notebook", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="run before the bars moved to stdout"))
-    if p.stem in EMPTY_STDERR_UNTIL_THE_NEXT_RUN else p for p in notebooks()], ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_no_output_is_an_empty_error_stream(notebook: Path) -> None:
     """A stderr output of nothing but whitespace (a progress bar's closing newline) renders as an
     empty error-coloured bar in JupyterLab, on GitHub and on the docs site: progress goes to

@@ -244,3 +244,18 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
     assert run.results == {"answer": 42}
     assert (tmp_path / "build" / "run" / "results" / "08-answer.json").is_file()
     assert not (notebooks / "build").exists()
+
+
+def test_a_warning_names_an_installed_packages_file_without_the_machines_folders(tmp_path: Path) -> None:
+    warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning"
+    assert suite.portable_text(warning) == "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
+    assert suite.portable_text("see notebooks/05.ipynb and ~/x/site-packages/y") == \
+        "see notebooks/05.ipynb and ~/x/site-packages/y"  # not an absolute path: left alone
+    notebook = _notebook(tmp_path / "08-warns.ipynb",
+                         "import sys\nprint('/usr/lib/python3/dist-packages/tqdm/auto.py:21: TqdmWarning', "
+                         "file=sys.stderr)\nraise RuntimeError('x')")
+    run = suite.run_notebook(notebook, tmp_path / "out", {})
+    cells = nbformat.read(run.executed, as_version=4).cells
+    (outputs,) = [c.outputs for c in cells if "TqdmWarning" in c.source]
+    assert outputs[0].text == "<site-packages>/tqdm/auto.py:21: TqdmWarning\n"
+    assert outputs[1].output_type == "error"

@@ -43,6 +43,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -218,11 +219,29 @@ def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
     return clean
 
 
+# an installed package's file, as a warning or a traceback names it:
+# /opt/venv/lib/python3.12/site-packages/torch/profiler/profiler.py -> <site-packages>/torch/...
+INSTALLED_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\]*/(?:site|dist)-packages/")
+
+
+def portable_text(text: str) -> str:
+    """``text`` with the folder of every installed package's file written ``<site-packages>/``:
+    where Python was installed on the machine that ran the notebook is nothing a reader needs."""
+    return INSTALLED_FILE.sub("<site-packages>/", text)
+
+
 def _record_paths(executed: Path, notebook: Path) -> None:
-    """papermill records the paths it was given; keep them free of this machine's folders."""
+    """papermill records the paths it was given, and warnings name the files of installed
+    packages; keep both free of this machine's folders."""
     node = nbformat.read(executed, as_version=4)
     node.metadata.setdefault("papermill", {}).update(input_path=relative(notebook),
                                                      output_path=relative(executed))
+    for cell in node.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                output["text"] = portable_text(output["text"])
+            elif output.get("output_type") == "error":
+                output["traceback"] = [portable_text(line) for line in output["traceback"]]
     nbformat.write(node, executed)
 
 
