@@ -699,7 +699,7 @@ LONGER_THAN_20_SCREENS = {"notebooks/01-getting-started.html", "notebooks/03-fee
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", [
     pytest.param(p, marks=pytest.mark.xfail(
-        strict=True, reason="over 20 screens: its folding and split into shorter sections (issue 26) are owed"))
+        strict=True, reason="over 20 screens: its folding and shorter sections (issue 26) are owed"))
     if p in LONGER_THAN_20_SCREENS else p for p in NOTEBOOK_PAGES])
 def test_notebook_page_is_at_most_20_screens_at_1280_px(browser: Any, base_url: str,
                                                        page_path: str) -> None:
