@@ -99,7 +99,7 @@ def check_video_folder(path: str | Path, *, device: str, clip_frames: int, strid
             videos.append(probe_video(file))
         except DataSourceError as err:
             unreadable.append((file, str(err)))
-    needed = (clip_frames - 1) * stride + 1
+    needed = clip_frames * stride  # DALI 2.4 cuts a clip at `start` when start + stride x frames fits
     problems = []
     if unreadable:
         problems.append(f"{len(unreadable)} not readable as video: "

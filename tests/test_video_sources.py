@@ -77,7 +77,7 @@ def test_each_problem_names_its_files_and_what_to_do(sets, tmp_path: Path) -> No
     assert "broken.mp4 is not a readable video" in message
     assert "codec (h264) that DALI does not decode on the cpu" in message and "a/h264.mp4" in message
     assert 'device="gpu"' in message
-    assert "shorter than one clip (9 frames, every 2: 17 frames)" in message
+    assert "shorter than one clip (9 frames, every 2: 18 frames)" in message
     assert "variable frame rate" in message and "b/variable.mp4" in message
     assert "ndd.experimental.readers.Video" in message
     # on the GPU, H.264 is fine; without the legacy reader, so is the variable rate
