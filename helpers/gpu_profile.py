@@ -134,11 +134,6 @@ def gpu_time(work: list[GpuWork], model_streams: set[int]) -> GpuTime:
                    _length(copies) / 1e3, _intersection(model, loader) / 1e3, dict(names))
 
 
-def kernel_streams(work: list[GpuWork]) -> set[int]:
-    """The streams on which ``work`` ran kernels."""
-    return {w.stream for w in work if w.kind == "kernel" and w.stream is not None}
-
-
 def kernel_time_by_stream(work: list[GpuWork]) -> dict[int, float]:
     """Milliseconds of kernels on each stream, busiest first."""
     totals: dict[int, float] = {}
@@ -167,9 +162,10 @@ def profile_epochs(epochs: Mapping[str, Callable[[], Any]], reference: str, *,
                    settle: Callable[[], None] = lambda: None,
                    settle_s: float = 1.0) -> tuple[dict[str, GpuTime], dict[int, float]]:
     """Each of ``epochs`` (a label and a function that runs one epoch) under the profiler in turn,
-    after ``settle_s`` seconds' pause and ``settle()`` (a synchronize), so that no loader's
-    prefetching spills into the next. The model's stream is ``reference``'s busiest (training
-    alone); returns each epoch's ``GpuTime`` and the reference's kernel milliseconds by stream.
+    after ``settle_s`` seconds' pause and ``settle()`` (a synchronize), so that work from before an
+    epoch is not counted in it (a loader's prefetching for its next epoch, inside the window,
+    is). The model's stream is ``reference``'s busiest (training alone); returns each epoch's
+    ``GpuTime`` and the reference's kernel milliseconds by stream.
     Raises ValueError when the reference ran no kernel (CUPTI off limits, or no GPU)."""
     if reference not in epochs:
         raise ValueError(f"reference {reference!r} is none of the epochs {list(epochs)}")

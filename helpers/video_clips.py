@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from helpers.video_sources import frames_needed
+
 
 def clip_span(clip_frames: int, stride: int) -> int:
     """Frames from a clip's first to its last, both included."""
@@ -26,10 +28,8 @@ def clip_span(clip_frames: int, stride: int) -> int:
 
 def clip_starts(frames: int, clip_frames: int, stride: int, step: int) -> list[int]:
     """The first frame of each clip of a video of ``frames`` frames, as DALI 2.4's video readers
-    cut them: a start every ``step`` frames while ``start + stride x clip_frames <= frames`` (one
-    frame more than the clip spans when ``stride`` > 1; measured: 49 clips of 8 frames at stride 2
-    from a 64-frame video with ``step=1``, where the span alone would allow 50)."""
-    return list(range(0, frames - stride * clip_frames + 1, step))
+    cut them: a start every ``step`` frames while the clip's ``frames_needed`` fit."""
+    return list(range(0, frames - frames_needed(clip_frames, stride) + 1, step))
 
 
 def decoded_frames(start: int, clip_frames: int, stride: int, keyframes: Sequence[int]) -> int:
