@@ -193,6 +193,21 @@ def keyframes(path: Path) -> list[int]:
                 if packet.is_keyframe]
 
 
+def first_packets(source: Path, dest: Path, packets: int) -> Path:
+    """A copy of ``source``'s video stream cut after its first ``packets`` packets (frames, with
+    no B-frames), remuxed, nothing re-encoded: a video too short for a clip, for checks."""
+    import av
+
+    with av.open(str(source)) as container, av.open(str(dest), "w") as out:
+        stream = out.add_stream_from_template(container.streams.video[0])
+        for i, packet in enumerate(p for p in container.demux(container.streams.video[0]) if p.size):
+            if i >= packets:
+                break
+            packet.stream = stream
+            out.mux(packet)
+    return dest
+
+
 def _size(text: str) -> tuple[int, int]:
     width, _, height = text.partition("x")
     return int(width), int(height)

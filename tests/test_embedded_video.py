@@ -87,3 +87,13 @@ def test_parameters_that_cannot_make_a_set_say_why(tmp_path: Path, change: dict,
     arguments = {"codec": "vp9", **SMALL, **change}
     with pytest.raises(ValueError, match=message):
         video_set_dir(tmp_path, **arguments)
+
+
+def test_first_packets_cuts_a_video_short_without_reencoding(tmp_path: Path) -> None:
+    from helpers.embedded_video import build_video_set, first_packets, load_video_set
+    from helpers.video_sources import probe_video
+
+    videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
+                                            per_class=1))
+    short = first_packets(videos.files[0], tmp_path / "short.mp4", 5)
+    assert probe_video(short).frames == 5 and probe_video(short).codec == "vp9"
