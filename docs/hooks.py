@@ -18,9 +18,11 @@ what no library does:
 - a notebook page is shaped for readers (:func:`reader_view`): the cell tags of the test
   machinery are not shown, papermill's injected-parameters cell becomes one line that says with
   which parameters the outputs were made, a progress bar on stderr is not styled as an error,
-  a long printed file (a cell tagged ``collapse-output``, as text or as IPython's highlighted
-  ``Code``) is shown highlighted and folded, and an output of nothing but whitespace (a progress
-  bar's closing newline) is not shown;
+  a long printed file or a table (a cell tagged ``collapse-output``, as text, IPython's
+  highlighted ``Code`` or a pandas table) is shown folded, a file highlighted; the code of a
+  cell tagged ``hide-input`` (bookkeeping) is folded under its first comment or what it
+  defines; an interval in a table cell is not broken at its hyphen; and an output of nothing
+  but whitespace (a progress bar's closing newline) is not shown;
 - each notebook page starts with a download link that says what the notebook needs to run.
 
 Every problem is a warning; `strict: true` turns them into a failed build.
@@ -248,6 +250,11 @@ def download_note(name: str) -> str:
 
 INJECTED = "injected-parameters"  # papermill's tag of the cell of parameters it was given
 COLLAPSE = "collapse-output"  # a cell tag of ours: its printed output is a file, shown folded
+# Jupyter Book's tag, ours too: the cell's code is bookkeeping (imports, parameter checks, tables of
+# results, the record), shown folded under its first comment; JupyterLab folds it by the cell's
+# metadata jupyter.source_hidden, which tests/test_notebooks.py keeps in step with the tag
+HIDE_INPUT = "hide-input"
+_INTERVAL = re.compile(r"\[\s*-?[\d.,]+\s*[-–]\s*-?[\d.,]+\s*\]")
 _PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|\s*\d+(\.\d+)?[kMG]?/\d+(\.\d+)?[kMG]?\b.*$")
 
 
@@ -284,9 +291,10 @@ def folded_source(text: str) -> str:
     """A printed file as a folded <details>, highlighted as Python when it parses as Python."""
     count = len(text.rstrip("\n").splitlines())
     try:
-        ast.parse(text)
+        tree = ast.parse(text)
         body = highlight(text, PythonLexer(), HtmlFormatter(cssclass="highlight", wrapcode=True))
-        what = f"script: {count} lines of Python"
+        one_value = len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)  # a dict, a list
+        what = f"value: {count} lines" if one_value else f"script: {count} lines of Python"
     except SyntaxError:
         body = f"<pre>{html_escape(text)}</pre>"
         what = f"text: {count} lines"
@@ -325,7 +333,48 @@ def reader_view(html: str, notebook: dict[str, Any]) -> str:
                 pre.replace_with(BeautifulSoup(folded_source(pre.get_text()), "html.parser"))
         for output in cell.select('.jp-OutputArea-output[data-mime-type="text/html"]'):
             _fold_html(soup, output)  # IPython.display.Code: already highlighted
+    for cell in _cells_tagged(soup, HIDE_INPUT):
+        _fold_input(soup, cell)
+    for td in soup.select("table.dataframe td"):  # "0.12x [0.08-0.16]": not broken at the hyphen
+        if _INTERVAL.search(td.get_text()):
+            td["class"] = [*td.get("class", []), "interval"]
     return str(soup)
+
+
+def folded_input_summary(code: str) -> str:
+    """What a folded cell's summary says: its first line when that is a comment (the cell's title),
+    else what it imports or defines, and how many lines of Python it holds."""
+    lines = code.rstrip("\n").splitlines()
+    first = lines[0].strip() if lines else ""
+    count = f"{len(lines)} line{'s' if len(lines) != 1 else ''} of Python, click to show"
+    if first.startswith("#"):
+        return f"{first.lstrip('#').strip()} ({count})"
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        body = []
+    if body and all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body):
+        return f"The imports ({count})"
+    names = [node.name for node in body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if names:
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        return f"The code that defines {shown} ({count})"
+    return f"The code of this cell ({count})"
+
+
+def _fold_input(soup: BeautifulSoup, cell: Tag) -> None:
+    """A cell's code inside a folded <details>; its outputs stay in view."""
+    wrapper = cell.find(class_="jp-Cell-inputWrapper")
+    if wrapper is None:
+        return
+    pre = wrapper.find("pre")
+    details = soup.new_tag("details", attrs={"class": "folded-input"})
+    summary = soup.new_tag("summary")
+    summary.string = folded_input_summary(pre.get_text() if pre is not None else "")
+    wrapper.replace_with(details)
+    details.append(summary)
+    details.append(wrapper)
 
 
 def _is_empty(output: Tag) -> bool:
@@ -337,12 +386,18 @@ def _is_empty(output: Tag) -> bool:
 def _fold_html(soup: BeautifulSoup, output: Tag) -> None:
     """The children of an HTML output (a highlighted file, IPython.display.Code) inside a folded
     <details>, with its line count."""
-    pre = output.find("pre")
+    pre, table = output.find("pre"), output.find("table")
     count = len(pre.get_text().rstrip("\n").splitlines()) if pre is not None else 0
-    what = f"script: {count} lines of Python" if output.find(class_="highlight") else f"file: {count} lines"
+    if table is not None and pre is None:  # a pandas DataFrame: the chart above shows its figures
+        rows = len(table.select("tbody tr")) or len(table.find_all("tr"))
+        text = f"The table: {rows} row{'s' if rows != 1 else ''} (click to show)"
+    elif output.find(class_="highlight"):
+        text = f"The printed script: {count} lines of Python (click to show)"
+    else:
+        text = f"The printed file: {count} lines (click to show)"
     details = soup.new_tag("details", attrs={"class": "printed-file"})
     summary = soup.new_tag("summary")
-    summary.string = f"The printed {what} (click to show)"
+    summary.string = text
     details.append(summary)
     for child in list(output.children):
         details.append(child.extract())

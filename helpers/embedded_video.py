@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import multiprocessing
+import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +140,11 @@ def encode_video(path: Path, frames: Iterator[np.ndarray], codec: str, width: in
             container.mux(packet)
 
 
+def _encode_job(job: tuple) -> None:
+    path, spec, codec, width, height, frames, fps, gop = job
+    encode_video(path, render_frames(spec, width, height, frames), codec, width, height, fps, gop)
+
+
 def video_set_current(path: Path, parameters: dict) -> bool:
     if not is_complete(path):
         return False
@@ -162,15 +170,21 @@ def build_video_set(data_dir: Path, *, codec: str = "vp9", width: int = 320, hei
         _remove_stale_builds(data_dir)
         tmp = _fresh_tmp(dest)
         sources = photo_set_sources(images)
-        files = {}
+        jobs = []
         for label in sources:
             (tmp / label).mkdir()
-            for index in range(per_class):
-                path = tmp / label / f"{label}_{index:03d}.mp4"
-                spec = video_spec(label, index, sources, seed)
-                encode_video(path, render_frames(spec, width, height, frames), codec, width, height,
-                             fps, gop)
-                files[path.relative_to(tmp).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+            jobs += [(tmp / label / f"{label}_{index:03d}.mp4", video_spec(label, index, sources, seed),
+                      codec, width, height, frames, fps, gop) for index in range(per_class)]
+        # one process a video, each encoding on one thread: the same bytes as one after the other
+        workers = min(len(jobs), os.cpu_count() or 1)
+        if workers > 1:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                list(pool.map(_encode_job, jobs))
+        else:
+            for job in jobs:
+                _encode_job(job)
+        files = {path.relative_to(tmp).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+                 for path, *_ in jobs}
         _commit(tmp, dest, {"layout": VIDEO_LAYOUT, "parameters": parameters,
                             "classes": list(sources), "files": files})
     return dest

@@ -689,18 +689,11 @@ def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) 
 
 SCREEN = 900  # px: one screen at 1280x900
 MOST_SCREENS = 20
-# Pages longer than 20 screens at 1280 px (heights of the committed notebooks, docs of this
-# version): their first lessons and bookkeeping wait for their next GPU runs (issue 26). Each
-# xfail is strict: a page that gets short enough says to drop its name here.
-LONGER_THAN_20_SCREENS = {"notebooks/01-getting-started.html", "notebooks/03-feeding-pytorch-fast.html",
-                          "notebooks/05-photos-at-scale.html", "notebooks/06-checkpoint-resume.html"}
+FIRST_LESSON_BY = 2 * SCREEN  # px: the first lesson's heading within the first two screens
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page_path", [
-    pytest.param(p, marks=pytest.mark.xfail(
-        strict=True, reason="over 20 screens: its folding and shorter sections (issue 26) are owed"))
-    if p in LONGER_THAN_20_SCREENS else p for p in NOTEBOOK_PAGES])
+@pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
 def test_notebook_page_is_at_most_20_screens_at_1280_px(browser: Any, base_url: str,
                                                        page_path: str) -> None:
     page = browser.new_page(viewport=WIDE)
@@ -710,3 +703,22 @@ def test_notebook_page_is_at_most_20_screens_at_1280_px(browser: Any, base_url: 
     finally:
         page.close()
     assert height <= MOST_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
+def test_notebook_page_starts_its_first_lesson_within_two_screens(browser: Any, base_url: str,
+                                                                  page_path: str) -> None:
+    """The first section heading after the parameters (a lesson, not the set-up) starts within
+    1,800 px at 1280 px: the set-up cells are folded (hide-input) and the introduction is short."""
+    page = browser.new_page(viewport=WIDE)
+    try:
+        page.goto(base_url + page_path, wait_until="load")
+        headings = page.evaluate("""[...document.querySelectorAll('.md-content h2')].map(h => [
+            h.textContent.replace('\u00b6', '').trim(), h.getBoundingClientRect().top + window.scrollY])""")
+    finally:
+        page.close()
+    lessons = [(text, top) for text, top in headings if text != "Parameters"]
+    assert lessons, f"{page_path}: no section heading after the parameters"
+    text, top = lessons[0]
+    assert top <= FIRST_LESSON_BY, f"{page_path}: its first lesson, {text!r}, starts at {top:.0f} px"

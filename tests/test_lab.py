@@ -213,3 +213,43 @@ def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(
     code = [c for c in on_disk.cells if c.cell_type == "code"]
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1))  # this run's
     assert any("data source:" in o.get("text", "") for c in code for o in c.outputs)  # helpers imported
+
+
+def _dirty_after_opening(page: Any, server: Server, name: str) -> tuple[int, int]:
+    """How many tabs JupyterLab marks modified, and how many folded inputs it shows, once the
+    notebook ``name`` of the lab folder has opened and settled."""
+    page.goto(f"{server.base}/lab/tree/{name}?token={server.token}", wait_until="load")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(5_000)  # JupyterLab settles: kernel started, metadata read
+    dirty = page.evaluate("document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty').length")
+    folded = page.evaluate("document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPlaceholder').length")
+    return dirty, folded
+
+
+@pytest.mark.browser
+def test_a_lab_copy_opens_unmodified_with_its_bookkeeping_folded(server: Server, chromium_path: Path) -> None:
+    """A learner opens a working copy in JupyterLab: the tab is not marked modified (nothing for
+    JupyterLab to rewrite, such as language_info), and the cells the docs fold (hide-input) are
+    folded there too (their jupyter.source_hidden). A copy that names another Python is marked
+    modified on opening: the check sees it."""
+    from playwright.sync_api import sync_playwright
+
+    copy = json.loads((server.lab / NOTEBOOK).read_text())
+    hidden = [c["id"] for c in copy["cells"] if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert hidden, "01 folds its set-up cells"
+    stale = server.lab / "stale-language-info.ipynb"
+    copy["metadata"]["language_info"]["version"] = "3.0.0"
+    stale.write_text(json.dumps(copy))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium_path), args=["--no-sandbox"])
+        try:
+            dirty, folded = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
+                                                 server, NOTEBOOK)
+            stale_dirty, _ = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
+                                                  server, stale.name)
+        finally:
+            browser.close()
+            stale.unlink()
+    assert dirty == 0, "JupyterLab marks the unedited copy modified: it rewrote something on opening it"
+    assert folded >= len(hidden), f"{folded} folded inputs shown, {len(hidden)} cells hidden"
+    assert stale_dirty >= 1, "a copy naming another Python should open modified: the check sees nothing"
