@@ -24,7 +24,7 @@ RECORDS = runtimes()[True]
 # Notebook 07 (video) was written in a session whose GPU time went to the runs of 01-05: its
 # committed outputs are its first full-scale CPU run's (VP9 on the CPU, the GPU parts skipped) until
 # its first H200 run (`make test-gpu ONLY=07`, with `av` in the runner's bundle).
-CPU_RUN_UNTIL_TWO_GPUS = {"04-scaling-out", "07-video-clips"}
+CPU_RUN_UNTIL_TWO_GPUS = {"04-scaling-out"}
 CPU_RECORDS = runtimes()[False]
 # New notebooks committed before their first run on the GPU runner (unexecuted; the docs show
 # them with a note, docs/hooks.py's awaits_its_first_run). Their checks of committed outputs fail

@@ -259,3 +259,31 @@ def test_a_warning_names_an_installed_packages_file_without_the_machines_folders
     (outputs,) = [c.outputs for c in cells if "TqdmWarning" in c.source]
     assert outputs[0].text == "<site-packages>/tqdm/auto.py:21: TqdmWarning\n"
     assert outputs[1].output_type == "error"
+
+
+def test_a_full_run_says_first_how_long_it_should_take() -> None:
+    from tools.inventory import duration, runtimes
+    from tools.suite import expected_time, notebooks
+
+    chosen = notebooks(["01", "02"])
+    column = runtimes()[False]
+    took = sum(column[n.stem][1]["notebooks"][n.stem]["seconds"] for n in chosen)
+    line = expected_time(chosen, "cpu", "full")
+    assert line is not None and line.startswith(f"expected: about {duration(took)} for 2 notebook(s)")
+    assert "a CPU only" in line
+    assert expected_time(chosen, "cpu", "ci") is None  # a CI-scale run has no record to go by
+
+
+def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
+    """papermill's kernels, started with the runner's arguments, print no TCP warning (without
+    them every kernel does)."""
+    from tools.suite import KERNEL, KERNEL_ARGUMENTS
+
+    source = tmp_path / "n.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("print(1)")]), source)
+    code = ("import papermill, sys; papermill.execute_notebook(sys.argv[1], sys.argv[2], "
+            "kernel_name=sys.argv[3], progress_bar=False, extra_arguments=sys.argv[4:])")
+    quiet = subprocess.run([sys.executable, "-c", code, str(source), str(tmp_path / "o.ipynb"), KERNEL,
+                            *KERNEL_ARGUMENTS], capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "without encryption" not in quiet.stderr + quiet.stdout

@@ -101,6 +101,7 @@ def _pick(same_knobs: Ratio) -> str:
 
 NB01, NB02, NB03, NB04, NB05, NB06 = ("01-getting-started", "02-capture-mode", "03-feeding-pytorch-fast",
                                       "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume")
+NB07 = "07-video-clips"
 R50 = "ResNet-50: best dynamic / "
 SAME_KNOBS = "pipeline mode at the same knobs"
 
@@ -113,6 +114,17 @@ def _resnet50(get: Lookup) -> str:
     return (f"feeding ResNet-50 ({size}px crops), dynamic mode at its best was "
             f"{versus(loader, 'the best torch DataLoader')} and {versus(same, SAME_KNOBS)}, reaching "
             f"{ceiling} of training alone.")
+
+
+def _video(get: Lookup) -> str:
+    alone = get.ratio(NB07, "goals", "alone: best dynamic / best DataLoader")
+    fed = get.ratio(NB07, "goals", "fed: best dynamic / ceiling")
+    codec = get.value(NB07, "parameters", "codec")
+    frames = get.value(NB07, "parameters", "clip_frames")
+    codec = {"h264": "H.264", "hevc": "HEVC"}.get(codec, codec.upper())
+    return (f"on {codec} clips of {frames} frames, the best dynamic-mode video reader alone was "
+            f"{versus(alone, 'PyAV in the best torch DataLoader')}, and feeding the 3D model it "
+            f"reached {fed} of training alone.")
 
 
 def _capture(get: Lookup) -> str:
@@ -173,6 +185,7 @@ def _which(get: Lookup) -> str:
 # (what the sentence is about, how it is written): the README shows them in this order
 SENTENCES: list[tuple[str, Callable[[Lookup], str]]] = [
     ("ResNet-50 from JPEGs", _resnet50),
+    ("Video clips", _video),
     ("Capture mode", _capture),
     ("The hardware JPEG decoder", _hardware_decoder),
     ("CPU time", _cpu_time),

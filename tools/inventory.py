@@ -93,7 +93,7 @@ def render_inventory(root: Path = REPO_ROOT) -> str:
     used = [{path.name: (path, record) for path, record in column.values()} for column in columns]
     machines = [dict.fromkeys(machine_heading(r.get("machine", {})) for _, r in u.values()) for u in used]
     heading = " / ".join(" or ".join(m) or "—" for m in machines)
-    lines = [f"| # | Notebook | What you learn | Needs a GPU? | Runtime: {heading} |",
+    lines = [f"| # | Notebook | What you learn to do | Needs a GPU? | Runtime: {heading} |",
              "|---|---|---|---|---|"]
     for entry in map(read_entry, notebook_paths(root)):
         runtime = " / ".join(duration(seconds(column, entry.path.stem)) for column in columns)

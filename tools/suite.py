@@ -259,7 +259,8 @@ def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> N
         check_known(declared_parameters(notebook), parameters, notebook.name)
         papermill.execute_notebook(_source_for_papermill(notebook, out_dir), run.executed,
                                    parameters=parameters, cwd=notebook.parent,
-                                   kernel_name=KERNEL, progress_bar=False)
+                                   kernel_name=KERNEL, progress_bar=False,
+                                   extra_arguments=KERNEL_ARGUMENTS)
         run.results = json.loads(run.results_file.read_text())
     except ParameterError as error:
         run.error = str(error)
@@ -341,6 +342,32 @@ def command_line(argv: list[str] | None = None) -> str:
     return " ".join(["python -m tools.suite", *map(_portable, args)])
 
 
+# the kernel's own log at errors only: every kernel would warn that it "is running over TCP without
+# encryption", which is harmless here (papermill's kernels listen on 127.0.0.1 only)
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
+
+
+def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
+    """How long these notebooks took at full scale in the newest records of a machine like this
+    one (with a GPU or without), for the line printed before the first one starts."""
+    if scale != "full":
+        return None
+    from tools.inventory import duration, runtimes  # tools.inventory reads the records
+
+    if device == "auto":
+        device = resolve_device("auto")
+    column = runtimes()[device == "gpu"]
+    seconds = [column[n.stem][1]["notebooks"][n.stem].get("seconds") for n in chosen if n.stem in column]
+    known = [s for s in seconds if s]
+    if not known:
+        return None
+    where = "an NVIDIA GPU" if device == "gpu" else "a CPU only"
+    missing = len(chosen) - len(known)
+    return (f"expected: about {duration(sum(known))} for {len(known)} notebook(s), as the newest "
+            f"full-scale records on {where} took" + (f" ({missing} never recorded there)" if missing else "")
+            + "; a machine with fewer or slower cores takes longer")
+
+
 def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None,
               command: str | None = None) -> list[NotebookRun]:
     """Run the notebooks one by one into ``out_dir``; ``run.json`` there records how (scale,
@@ -363,6 +390,9 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
         if (earlier.get("scale"), earlier.get("device")) == (scale, device):
             log = earlier
     facts = {"command": command or command_line(), "commit": git_commit()}
+    expected = expected_time(chosen, device, scale)
+    if expected:
+        print(expected, flush=True)
     for notebook in chosen:
         print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
         run = run_notebook(notebook, out_dir, parameters[notebook])
