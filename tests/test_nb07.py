@@ -51,6 +51,12 @@ def test_the_ci_run_records_every_loader_its_goals_and_the_same_clips(document: 
     assert results["dali_on_bad_files"].startswith("handed over"), results["dali_on_bad_files"]
     check = results["folder_check"]
     assert "not a readable video" in check and "shorter than one clip" in check
+    sweep = results["sweep"]  # the same clips at other frame sizes and GOPs, DALI against the DataLoader
+    assert sweep["settings"] == parameters["sweep"] and sweep["over_dataloader"]
+    for setting, by_reader in sweep["over_dataloader"].items():
+        assert set(by_reader) == {"capture"}, setting  # the legacy reader needs a GPU
+        assert all(len(sweep["clips_per_s"][f"{setting}: {k}"]) == parameters["sweep_trials"]
+                   for k in ("dataloader", "capture"))
     # each clip costs the frames from its keyframe to its last frame: at least the clip's span
     span = clip_span(parameters["clip_frames"], parameters["stride"])
     assert all(span <= d < span + parameters["gop"] for d in results["decoded_frames_per_clip"])
