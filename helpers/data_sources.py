@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import embedded_data
-from helpers.parameters import ParameterError
+from helpers.errors import ParameterError
 from helpers.paths import MNIST_TESTING, MNIST_TRAINING, REPO_ROOT, default_data_dir, relative
 
 __all__ = ["REPO_ROOT", "DataSourceError", "DataSources", "ImageFolder", "PhotoSet",

@@ -7,12 +7,13 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
+from helpers.errors import ParameterError
+
+__all__ = ["PAPERMILL_INJECTED", "ParameterError", "check_known", "positive_int", "positive_ints",
+           "reject_unknown_parameters"]
+
 # the first line of the cell that papermill injects after the one tagged `parameters`
 PAPERMILL_INJECTED = "# Parameters"
-
-
-class ParameterError(ValueError):
-    """A notebook parameter has a value it cannot take; the message names it."""
 
 
 def positive_int(name: str, value: Any) -> int:

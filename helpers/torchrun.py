@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from helpers.parameters import ParameterError
+from helpers.errors import ParameterError
 from helpers.paths import REPO_ROOT, relative
 
 # NVLink multicast stays off in every process we start (NCCL's NVLS algorithms, PyTorch's
