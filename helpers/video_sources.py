@@ -1,13 +1,15 @@
 """Where notebook 07's videos come from: the embedded video set, built on first use, or your own
 folder of class subfolders of videos, checked before DALI reads it.
 
-DALI's video readers fail on the first file they cannot use, in the middle of an epoch, and a
-codec the device cannot decode is refused at run time. ``check_video_folder`` reads each file's
-header and packet timestamps with PyAV (no decoding: milliseconds a file) and names every file
-that would fail, with what to do: a codec the device does not decode (DALI 2.4's CPU decoder
-takes VP8, VP9 and MJPEG; the GPU also H.264, HEVC, AV1 and MPEG-4), a video shorter than one
-clip, a variable frame rate where the legacy ``readers.Video`` needs a constant one, or a file
-that is not a readable video.
+DALI's video readers find a file they cannot use only while they read: DALI 2.4's experimental
+reader skips an unreadable or too short file (its log names the unreadable one) and the epoch gets
+smaller, and a codec the device cannot decode is refused at run time. ``check_video_folder`` reads
+each file's header and packet timestamps with PyAV (no decoding: milliseconds a file) and names
+every file that DALI would skip or fail on, with what to do: a codec the device does not decode
+(DALI 2.4's CPU decoder takes VP8, VP9 and MJPEG; the GPU also H.264, HEVC, AV1 and MPEG-4), a
+video shorter than the experimental reader needs for one clip (``frames_needed``), a variable
+frame rate where the legacy ``readers.Video`` needs a constant one, or a file that is not a
+readable video.
 """
 
 from __future__ import annotations

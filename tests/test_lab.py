@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +27,7 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from helpers.paths import REPO_ROOT
-from tools.suite import suite_metadata
+from tools.suite import copy_notebooks, suite_metadata
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"
@@ -215,14 +216,23 @@ def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(
     assert any("data source:" in o.get("text", "") for c in code for o in c.outputs)  # helpers imported
 
 
-def _dirty_after_opening(page: Any, server: Server, name: str) -> tuple[int, int]:
-    """How many tabs JupyterLab marks modified, and how many folded inputs it shows, once the
-    notebook ``name`` of the lab folder has opened and settled."""
-    page.goto(f"{server.base}/lab/tree/{name}?token={server.token}", wait_until="load")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
-    page.wait_for_timeout(5_000)  # JupyterLab settles: kernel started, metadata read
-    dirty = page.evaluate("document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty').length")
-    folded = page.evaluate("document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPlaceholder').length")
+def _dirty_after_opening(page: Any, server: Server, name: str) -> tuple[list[str], int]:
+    """The tabs JupyterLab marks modified, and how many folded inputs it shows, once the
+    notebook ``name`` of the lab folder has opened and settled, in a workspace of its own (a
+    restored workspace would reopen other tabs)."""
+    workspace = f"test-{uuid.uuid4().hex[:8]}"
+    page.goto(f"{server.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={server.token}",
+              wait_until="load")
+    page.locator(".lm-TabBar-tab", has_text=name).first.wait_for(timeout=120_000)
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.wait_for(timeout=120_000)
+    # the kernel started and idle (JupyterLab then writes the kernel's language_info if it differs)
+    page.wait_for_function("document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')"
+                           "?.textContent.includes('Idle')", timeout=120_000)
+    page.wait_for_timeout(3_000)
+    dirty = page.evaluate("[...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')]"
+                          ".map(t => t.textContent)")
+    folded = page.evaluate("document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                           ".jp-Cell .jp-InputPlaceholder').length")
     return dirty, folded
 
 
@@ -234,7 +244,12 @@ def test_a_lab_copy_opens_unmodified_with_its_bookkeeping_folded(server: Server,
     modified on opening: the check sees it."""
     from playwright.sync_api import sync_playwright
 
-    copy = json.loads((server.lab / NOTEBOOK).read_text())
+    # a copy as `make lab` makes it (the module's other tests run and save the lab's own 01)
+    fresh_dir = server.lab.parent / "fresh-copies"
+    copy_notebooks(fresh_dir, True, True, False)
+    opened = server.lab / f"opened-{NOTEBOOK}"
+    shutil.copy(fresh_dir / NOTEBOOK, opened)
+    copy = json.loads(opened.read_text())
     hidden = [c["id"] for c in copy["cells"] if c["metadata"].get("jupyter", {}).get("source_hidden")]
     assert hidden, "01 folds its set-up cells"
     stale = server.lab / "stale-language-info.ipynb"
@@ -244,12 +259,13 @@ def test_a_lab_copy_opens_unmodified_with_its_bookkeeping_folded(server: Server,
         browser = playwright.chromium.launch(executable_path=str(chromium_path), args=["--no-sandbox"])
         try:
             dirty, folded = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
-                                                 server, NOTEBOOK)
+                                                 server, opened.name)
             stale_dirty, _ = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
                                                   server, stale.name)
         finally:
             browser.close()
             stale.unlink()
-    assert dirty == 0, "JupyterLab marks the unedited copy modified: it rewrote something on opening it"
+            opened.unlink()
+    assert not dirty, f"JupyterLab marks {dirty} modified on opening the unedited copy: it rewrote something"
     assert folded >= len(hidden), f"{folded} folded inputs shown, {len(hidden)} cells hidden"
-    assert stale_dirty >= 1, "a copy naming another Python should open modified: the check sees nothing"
+    assert stale_dirty, "a copy naming another Python should open modified: the check sees nothing"

@@ -129,11 +129,15 @@ def _video(get: Lookup) -> str:
             for s, r in found.items() if r.low > 1 or r.high < 1}
     faster = [f"{s} ({r})" for s, r in told.items() if r.low > 1]
     slower = [f"{s} ({r})" for s, r in told.items() if r.high < 1]
+    swept = (f"faster than the DataLoader at {', '.join(faster)}" if faster
+             else "faster than the DataLoader at none of them")
+    if slower:
+        swept += f" and slower at {', '.join(slower)}"
     return (f"on {codec} clips of {frames} frames, the best dynamic-mode video reader alone was "
             f"{versus(alone, 'PyAV in the best torch DataLoader')}, and feeding the 3D model it "
-            f"reached {fed} of training alone; across frame sizes and keyframe spacings, DALI's best "
-            f"reader was faster than the DataLoader at {', '.join(faster) or 'none'} and slower at "
-            f"{', '.join(slower) or 'none'}.")
+            f"reached {fed} of training alone; in its sweep of other settings (size/GOP: "
+            f"{', '.join(get.value(NB07, 'results', 'sweep', 'settings'))}), DALI's best reader was "
+            f"{swept}.")
 
 
 def _capture(get: Lookup) -> str:
