@@ -39,6 +39,7 @@ from urllib.parse import urldefrag
 
 import pytest
 import yaml
+from bs4 import BeautifulSoup
 from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
@@ -689,6 +690,33 @@ def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) 
     assert '<span class="k">def</span>' in folded.group(2)
     assert "vnd.jupyter.stderr" not in shown and "<pre>done</pre>" in shown  # the empty one only
     assert "<img" in shown  # an output with an element stays
+
+
+def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole(hooks: Any) -> None:
+    def code_cell(tags: list[str], source: str, output: str = "") -> str:  # as mkdocs-jupyter writes one
+        classes = " ".join(f"celltag_{tag}" for tag in tags)
+        return (f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell-inputWrapper">'
+                f'<div class="highlight-ipynb"><pre>{source}</pre></div></div>{output}</div>')
+
+    table = ('<div class="jp-OutputArea-output" data-mime-type="text/html"><table class="dataframe">'
+             "<tbody><tr><td>a</td><td>0.12x [0.08-0.16]</td></tr><tr><td>b</td><td>3</td></tr></tbody>"
+             "</table></div>")
+    html = "".join([code_cell(["hide-input"], "import os\nimport sys", _stream("ready")),
+                    code_cell(["hide-input"], "def config():\n    pass\n\n\nclass Point:\n    pass"),
+                    code_cell(["hide-input"], "# the record\nsave()"),
+                    code_cell([], "reader = ndd.readers.File()"),
+                    code_cell(["collapse-output"], "table", table)])
+    soup = BeautifulSoup(hooks.reader_view(html, {"cells": []}), "html.parser")
+    summaries = [s.get_text() for s in soup.select("details.folded-input > summary")]
+    assert summaries == ["The imports (2 lines of Python, click to show)",
+                         "The code that defines config, Point (6 lines of Python, click to show)",
+                         "the record (2 lines of Python, click to show)"]
+    assert soup.select("details.folded-input .jp-Cell-inputWrapper pre")  # the code, inside the fold
+    assert "ready" in soup.get_text() and not soup.select("details.folded-input [data-mime-type]")
+    assert len(soup.select("details.folded-input")) == 3  # the DALI call stays in view
+    folded = soup.select_one("details.printed-file > summary")
+    assert folded is not None and folded.get_text() == "The table: 2 rows (click to show)"
+    assert [td.get("class") for td in soup.select("td")] == [None, ["interval"], None, None]
 
 
 SCREEN = 900  # px: one screen at 1280x900
