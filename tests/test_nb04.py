@@ -18,6 +18,7 @@ from conftest import headline_output
 from helpers.benchmarking import interleaved_order, rate_interval, ratio
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_available
+from helpers.distributed import script_main
 from helpers.lmdb_subset import first_records, record_count
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
@@ -215,18 +216,18 @@ def one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_script_outside_torchrun_says_how_to_launch(train_ddp, monkeypatch, capsys) -> None:
     monkeypatch.delenv("RANK", raising=False)
-    assert train_ddp.main(["--data", "x", "--device", "cpu"]) == 2
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu"]) == 2
     assert "launch this script with torchrun" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
 def test_nccl_without_gpus_says_use_cpu(train_ddp, one_rank, capsys) -> None:
-    assert train_ddp.main(["--data", "x", "--device", "gpu"]) == 2
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "gpu"]) == 2
     assert "Use --device cpu" in capsys.readouterr().err
 
 
 def test_nccl_with_cpu_device_says_use_gloo(train_ddp, one_rank, capsys) -> None:
-    assert train_ddp.main(["--data", "x", "--device", "cpu", "--backend", "nccl"]) == 2
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu", "--backend", "nccl"]) == 2
     assert "Use --backend gloo" in capsys.readouterr().err
 
 
@@ -235,7 +236,7 @@ def test_nccl_with_cpu_device_says_use_gloo(train_ddp, one_rank, capsys) -> None
     (["--batch-size", "0"], "--batch-size must be at least 1"),
 ])
 def test_script_rejects_bad_numbers(train_ddp, one_rank, capsys, argv, message) -> None:
-    assert train_ddp.main(["--data", "x", "--device", "cpu", *argv]) == 2
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu", *argv]) == 2
     assert message in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ from conftest import headline_output
 
 from helpers import checkpointing
 from helpers.data_sources import locate_data
+from helpers.distributed import script_main
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
 from helpers.torchrun import LaunchError, run_launches
@@ -194,13 +195,13 @@ def small_data(tmp_path_factory) -> Path:
 ])
 def test_the_script_refuses_bad_arguments_with_what_to_do(script, small_data, capsys, extra,
                                                            message) -> None:
-    assert script.main(["--data", str(small_data), *extra]) == 2
+    assert script_main(script.run, ["--data", str(small_data), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error (rank 0): ") and message in err
 
 
 def test_the_script_refuses_a_folder_that_is_not_an_lmdb(script, tmp_path, capsys) -> None:
-    assert script.main(["--data", str(tmp_path), "--every", "0"]) == 2
+    assert script_main(script.run, ["--data", str(tmp_path), "--every", "0"]) == 2
     assert "is not an LMDB folder" in capsys.readouterr().err
 
 

@@ -25,8 +25,6 @@ can fix ends the process with "error: ..." naming what to change, and a non-zero
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import os
 import sys
@@ -38,15 +36,12 @@ import nvidia.dali.experimental.dynamic as ndd
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from nvidia.dali import types
 from torch.nn.parallel import DistributedDataParallel
 
+from helpers import distributed
 from helpers.capture_guard import CaptureGuard
+from helpers.distributed import UsageError, preprocess
 from helpers.mnist_model import MNISTClassifier, accuracy
-
-
-class UsageError(Exception):
-    """Something the person who launched the script can fix; the message says what."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -75,57 +70,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fail-rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fail-at-step", type=int, default=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("batch_size", "epochs", "num_threads"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, "
-                             f"not {getattr(args, name)}")
+    distributed.at_least_one(args, ("batch_size", "epochs", "num_threads"))
     if args.epochs < 2:
         raise UsageError("--epochs must be at least 2: the first epoch is an untimed warm-up")
     args.backend = args.backend or ("nccl" if args.device == "gpu" else "gloo")
     return args
-
-
-def start_process_group(args: argparse.Namespace) -> tuple[int, int, int]:
-    """Join the other processes; returns (rank, local_rank, world_size)."""
-    if "RANK" not in os.environ:
-        raise UsageError("RANK is not set: launch this script with torchrun, e.g. "
-                         "`python -m torch.distributed.run --standalone --nproc-per-node=2 "
-                         f"{Path(__file__).name} ...`")
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank, local_world = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
-    if args.backend == "nccl" and args.device != "gpu":
-        raise UsageError("--backend nccl needs --device gpu: NCCL only connects GPUs. "
-                         "Use --backend gloo (the default with --device cpu).")
-    if args.device == "gpu":
-        gpus = torch.cuda.device_count()
-        if gpus == 0:
-            raise UsageError("--device gpu (NCCL) needs GPUs, and torch sees none on this machine. "
-                             "Use --device cpu, which trains on the CPU with the gloo backend.")
-        if local_world > gpus:
-            raise UsageError(f"{local_world} processes on this machine, but it has {gpus} GPU(s): "
-                             f"one process per GPU. Use --nproc-per-node={gpus} or fewer.")
-        torch.cuda.set_device(local_rank)  # before any CUDA work: this process's GPU
-    device_id = torch.device("cuda", local_rank) if args.device == "gpu" else None
-    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout),
-                            device_id=device_id)
-    return rank, local_rank, world
-
-
-def preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG | None, device: str,
-               batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Notebook 02's preprocessing; without ``rng`` (held-out data) it does not rotate. The
-    arguments are literals: capture mode captures a call only when it can prove that its
-    arguments are the same on every step (a module-level constant would not do)."""
-    images = ndd.decoders.image(jpegs, device=device, output_type=types.GRAY)
-    if rng is not None:
-        angles = ndd.random.uniform(batch_size=batch_size, range=[-7.5, 7.5], rng=rng)
-        images = ndd.rotate(images, angle=angles, keep_size=True, fill_value=0)
-    images = ndd.crop_mirror_normalize(images, dtype=ndd.float32, output_layout="CHW",
-                                       mean=[0.1307 * 255], std=[0.3081 * 255])
-    if device == "gpu":
-        labels = labels.gpu()
-    labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
-    return images.torch(), labels.torch()
 
 
 def sample_ids(jpegs: ndd.Batch) -> list[str] | torch.Tensor:
@@ -182,13 +131,6 @@ def held_out_accuracy(model: torch.nn.Module, path: str, device: str, batch_size
     return accuracy(model, batches())
 
 
-def write_atomically(path: Path, document: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    tmp.replace(path)  # readers see the whole file or none
-
-
 def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> dict:
     on_gpu = args.device == "gpu"
     torch_device = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
@@ -196,10 +138,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
     ctx = ndd.EvalContext(device_id=local_rank, num_threads=args.num_threads) if on_gpu \
         else ndd.EvalContext(num_threads=args.num_threads)
     with ctx:  # DALI work of this process: on its GPU, with its threads
-        for flag, path in (("--data", args.data), ("--test-data", args.test_data)):
-            if path is not None and not (Path(path) / "data.mdb").is_file():
-                raise UsageError(f"{flag} {path} is not an LMDB folder (it has no data.mdb). "
-                                 "Give the folder of a Caffe2 LMDB, such as db/MNIST/training.")
+        distributed.lmdb_folder("--data", args.data)
+        distributed.lmdb_folder("--test-data", args.test_data)
         # the records in the data set: every shard needs one (DALI asserts it less helpfully)
         data_set_size = ndd.readers.Caffe2(path=args.data).get_metadata()["epoch_size"]
         if data_set_size < world:
@@ -295,23 +235,18 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    rank = os.environ.get("RANK", "?")
-    try:
-        args = parse_args(argv)
-        rank_, local_rank, world = start_process_group(args)
-        results = train(args, rank_, local_rank, world)
-        if rank_ == 0 and args.out:
-            results["arguments"] = {k: v for k, v in vars(args).items() if v is not None}
-            write_atomically(Path(args.out), results)
-        dist.destroy_process_group()
-    except UsageError as error:
-        # one write: the ranks share the output, and lines written in pieces would interleave
-        sys.stderr.write(f"error (rank {rank}): {error}\n")
-        sys.stderr.flush()
-        return 2
-    return 0
+def run(argv: list[str] | None = None) -> dict:
+    """Train; rank 0 writes the results to --out. Raises UsageError."""
+    args = parse_args(argv)
+    rank, local_rank, world = distributed.start_process_group(args.device, args.timeout, args.backend,
+                                                  script=Path(__file__).name)
+    results = train(args, rank, local_rank, world)
+    if rank == 0 and args.out:
+        results["arguments"] = {k: v for k, v in vars(args).items() if v is not None}
+        distributed.write_atomically(Path(args.out), results)
+    dist.destroy_process_group()
+    return results
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(distributed.script_main(run))

@@ -36,7 +36,6 @@ step). A problem that you can fix ends the process with ``error (rank R): ...`` 
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import io
 import math
@@ -57,20 +56,14 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_ddp import preprocess, write_atomically  # noqa: E402  (notebook 04's script)
-
-from helpers import checkpointing  # noqa: E402
+from helpers import checkpointing, distributed  # noqa: E402
 from helpers.capture_guard import CaptureGuard  # noqa: E402
+from helpers.distributed import UsageError, preprocess  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
 
 MODES = ("eager", "capture", "capture-plain")
 NOISE = 0.05  # std of the Gaussian noise that torch adds to the images: a use of torch's RNG
-
-
-class UsageError(Exception):
-    """Something the person who launched the script can fix; the message says what."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -94,10 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds a collective may wait for the other ranks before failing")
     parser.add_argument("--quiet", action="store_true", help="no line per step")
     args = parser.parse_args(argv)
-    for name in ("batch_size", "epochs", "keep", "num_threads", "torch_threads"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, "
-                             f"not {getattr(args, name)}")
+    distributed.at_least_one(args, ("batch_size", "epochs", "keep", "num_threads", "torch_threads"))
     if args.every < 0:
         raise UsageError(f"--every must be 0 (no checkpoints) or more, not {args.every}")
     if args.every and not args.checkpoints:
@@ -107,29 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "capture loop): use --every 0 without --resume, or --mode capture")
     if args.resume and not args.checkpoints:
         raise UsageError("--resume needs --checkpoints DIR, the folder of the interrupted run")
-    if not (Path(args.data) / "data.mdb").is_file():
-        raise UsageError(f"--data {args.data} is not an LMDB folder (it has no data.mdb). Give "
-                         "the folder of a Caffe2 LMDB, such as db/MNIST/training.")
+    distributed.lmdb_folder("--data", args.data)
     return args
-
-
-def start(args: argparse.Namespace) -> tuple[int, int, int]:
-    """(rank, local_rank, world_size): from torchrun's environment, or one process without it."""
-    if "RANK" not in os.environ:
-        return 0, 0, 1
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ["LOCAL_RANK"])
-    if args.device == "gpu":
-        if torch.cuda.device_count() <= local_rank:
-            raise UsageError(f"--device gpu needs one GPU per process, and torch sees "
-                             f"{torch.cuda.device_count()}: use --device cpu (gloo), or fewer "
-                             "processes per machine")
-        torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if args.device == "gpu" else "gloo",
-                            timeout=datetime.timedelta(seconds=args.timeout),
-                            device_id=torch.device("cuda", local_rank) if args.device == "gpu"
-                            else None)
-    return rank, local_rank, world
 
 
 def barrier(world: int) -> None:
@@ -418,28 +387,18 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
 def run(argv: list[str] | None = None) -> dict:
     """Train; returns rank 0's results and writes them to --out (rank 0). Raises UsageError."""
     args = parse_args(argv)
-    rank, local_rank, world = start(args)
+    rank, local_rank, world = distributed.start_process_group(args.device, args.timeout,
+                                                  script=Path(__file__).name, alone=True)
     results = train(args, rank, local_rank, world)
     model = results.pop("model")
     if rank == 0 and args.out:
         torch.save(model.state_dict(), Path(args.out).with_suffix(".weights.pt"))
-        write_atomically(Path(args.out), results)
+        distributed.write_atomically(Path(args.out), results)
     barrier(world)
     if world > 1:
         dist.destroy_process_group()
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        run(argv)
-    except UsageError as error:
-        # one write: the ranks share the output, and lines written in pieces would interleave
-        sys.stderr.write(f"error (rank {os.environ.get('RANK', '0')}): {error}\n")
-        sys.stderr.flush()
-        return 2
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(distributed.script_main(run))
