@@ -107,14 +107,9 @@ def test_capture_rules_recorded_with_evidence(ci_run) -> None:
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
 @notebook_tests
 def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
+    """The integration run of 02's refusals (the others: tests/test_notebook_refusals.py)."""
     run = suite.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
     assert not run.ok and "GPUUnavailableError" in run.error and 'device="cpu"' in run.error
-
-
-@notebook_tests
-def test_too_few_epochs_for_an_interval_fail_with_their_name(tmp_path: Path) -> None:
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {"placement_epochs": 2})
-    assert not run.ok and "epochs and placement_epochs must be at least 3" in run.error
 
 
 def test_the_inline_model_is_the_helpers_model() -> None:

@@ -114,15 +114,9 @@ def test_time_split_and_profile(document) -> None:
 
 
 @pytest.mark.notebook
-def test_an_lmdb_of_another_size_works_and_a_batch_too_large_is_refused(tmp_path: Path) -> None:
-    from helpers.data_sources import locate_data
-    from helpers.lmdb_subset import first_records
-
-    small = first_records(locate_data(verbose=False).mnist_training, tmp_path / "small", 200)
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"data_path": str(small),
-                                                         "batch_sizes": [64, 256], "device": "cpu"})
-    assert not run.ok and "the largest loader batch (256) is larger than the 200 records" in run.error
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "run2", {"batch_sizes": [64, 100], "device": "cpu"})
+def test_batch_sizes_that_are_not_multiples_of_the_first_are_refused_in_a_run(tmp_path: Path) -> None:
+    """The integration run of 03's refusals (the others: tests/test_notebook_refusals.py)."""
+    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"batch_sizes": [64, 100], "device": "cpu"})
     assert not run.ok and "must be a multiple of the first (64)" in run.error
 
 

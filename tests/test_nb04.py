@@ -186,13 +186,10 @@ def test_two_nodes_met_at_one_rendezvous_and_stuck_to_their_shards(run04) -> Non
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("name,value,message", [
-    ("processes", 1, "parameter processes must be at least 2"),
-    ("records", 10**9, "records: use at most"),
-])
-def test_bad_parameters_are_refused_by_name(tmp_path: Path, name, value, message) -> None:
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), name: value})
-    assert not run.ok and message in run.error
+def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
+    """The integration run of 04's refusals (the others: tests/test_notebook_refusals.py)."""
+    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
+    assert not run.ok and "parameter processes must be at least 2" in run.error
 
 
 # --- the script's refusals ------------------------------------------------------------------

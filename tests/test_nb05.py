@@ -163,24 +163,6 @@ def test_a_truncated_jpeg_is_named(document) -> None:
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("case, expected", [
-    ("missing", "does not exist. Pass a folder that holds one subfolder of images per class"),
-    ("empty", "No images found in"),
-    ("small", "is larger than the 4 images in"),
-])
-def test_a_bad_image_dir_says_what_to_do(tmp_path: Path, case: str, expected: str) -> None:
-    folder = tmp_path / "photos"
-    if case != "missing":
-        (folder / "a").mkdir(parents=True)
-    if case == "small":
-        source = sorted(locate_photos(128, verbose=False).val.glob("*/*.jpg"))[:4]
-        for file in source:
-            (folder / "a" / file.name).write_bytes(file.read_bytes())
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"image_dir": str(folder), "device": "cpu"})
-    assert not run.ok and expected in run.error, run.error
-
-
-@pytest.mark.notebook
 def test_an_imagenet_style_folder_of_your_own_runs(tmp_path: Path) -> None:
     """``image_dir`` with train/ and val/ of class subfolders: the header check, then every step."""
     photos = locate_photos(128, verbose=False)

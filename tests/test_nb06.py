@@ -156,15 +156,12 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("change,message", [
-    ({"processes": 1}, "parameter processes must be at least 2"),
-    ({"every": 40}, "parameter every=40 is too large for 24 steps"),
-])
-def test_parameters_that_cannot_work_are_refused_by_name(tmp_path: Path, change, message) -> None:
-    parameters = {**suite.parameters_for(NOTEBOOK, "ci", "cpu"), **change}
+def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
+    """The integration run of 06's refusals (the others: tests/test_notebook_refusals.py)."""
+    parameters = {**suite.parameters_for(NOTEBOOK, "ci", "cpu"), "processes": 1}
     before = set((REPO_ROOT / "build").glob("nb06-*"))
     run = suite.run_notebook(NOTEBOOK, tmp_path, parameters)
-    assert not run.ok and message in run.error
+    assert not run.ok and "parameter processes must be at least 2" in run.error
     assert set((REPO_ROOT / "build").glob("nb06-*")) == before, "a refused run left a working folder"
 
 

@@ -106,6 +106,7 @@ def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> 
 
 @pytest.mark.notebook
 def test_a_video_dir_that_is_not_a_folder_of_videos_is_refused_naming_it(tmp_path: Path) -> None:
+    """The integration run of 07's refusal (in this process too: tests/test_notebook_refusals.py)."""
     (tmp_path / "cats").mkdir()
     (tmp_path / "cats" / "a.mp4").write_text("not a video")
     run = suite.run_notebook(NOTEBOOK, tmp_path / "out", {"video_dir": str(tmp_path), "trials": 1})
