@@ -494,6 +494,11 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     assert first_png
     second.write_text(text.replace(first_png.group(1), "", 1))
 
+    fourth = root / "notebooks" / "04-scaling-out.ipynb"
+    nb = json.loads(fourth.read_text())
+    del nb["metadata"]["dali_tutorials"]
+    fourth.write_text(json.dumps(nb))
+
     result = mkdocs_build(root, tmp_path / "site")
     assert result.returncode != 0
     for expected in ("no-such-page.md", "figures/gone.png",  # Markdown links: MkDocs
@@ -503,20 +508,9 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
                      "01-getting-started.ipynb: cell", "error output ValueError",
                      "02-capture-mode.ipynb: link '00-missing.ipynb'",
                      "02-capture-mode.ipynb: cell", "an empty or broken figure",
-                     "02-capture-mode.ipynb: its page shows"):
+                     "02-capture-mode.ipynb: its page shows",
+                     "04-scaling-out.ipynb: metadata['dali_tutorials'] lacks"):
         assert expected in result.stderr, f"{expected!r} not reported:\n{result.stderr[-4000:]}"
-
-
-@pytest.mark.slow
-def test_build_fails_on_a_notebook_without_metadata(tmp_path: Path) -> None:
-    root = _copy_checkout(tmp_path)
-    notebook = root / "notebooks" / "01-getting-started.ipynb"
-    nb = json.loads(notebook.read_text())
-    del nb["metadata"]["dali_tutorials"]
-    notebook.write_text(json.dumps(nb))
-    result = mkdocs_build(root, tmp_path / "site")
-    assert result.returncode != 0
-    assert "01-getting-started.ipynb: metadata['dali_tutorials'] lacks" in result.stderr
 
 
 def _longest_printout(root: Path) -> tuple[Path, int, int]:

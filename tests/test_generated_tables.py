@@ -144,8 +144,8 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
     header, _, first_row = table.splitlines()[:3]
     assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → unknown (2026-03-01) | "
                       "2x NVIDIA H200, full scale, device gpu (2026-03-02) |")
-    # a legacy key (its label carries the parameter value of the old runs)
-    assert first_row == "| CPU decode, 4 threads (img/s) | 1,000 | 2,000 |"
+    # a key that no notebook's metadata labels is its own label (refused in committed records)
+    assert first_row == "| cpu_decode_img_s_4_threads | 1,000 | 2,000 |"
     # only notebooks that some record holds get a table
     sections = results_table.render_notebook_tables(results)
     assert "### 01 · 01-getting-started" in sections and "### 02" not in sections
@@ -205,12 +205,13 @@ def test_labels_are_filled_from_each_records_parameters(tmp_path: Path) -> None:
 
 
 def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: Path) -> None:
-    """The seed and older records keep their keys (``..._4_threads``); a newer record's
-    parameter-free key whose filled label reads the same lands in the same row."""
+    """An older record's key with the parameter value in its name (``..._4_threads``) and a newer
+    record's parameter-free key whose filled label reads the same land in the same row."""
     root = tmp_path / "checkout"
     label = {"label": "CPU decode, {reference_threads} threads (img/s)", "format": "{:,.0f}"}
+    old = {"label": "CPU decode, 4 threads (img/s)", "format": "{:,.0f}"}
     _notebook(root / "notebooks" / "01-getting-started.ipynb",
-              {**_meta("First"), "headline": {"cpu_decode_img_s": label}})
+              {**_meta("First"), "headline": {"cpu_decode_img_s": label, "cpu_decode_img_s_4_threads": old}})
     _record(root / "results" / "old.json", "2026-03-01T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
     _record(root / "results" / "new.json", "2026-03-02T09:00:00+00:00",
@@ -242,13 +243,15 @@ def test_a_record_without_a_date_is_an_error(tmp_path: Path) -> None:
 
 def test_every_committed_headline_key_has_a_label() -> None:
     """A headline key reaches the README with a label from its notebook's metadata
-    (metadata.dali_tutorials.headline) or, for older records, from LEGACY_LABELS."""
+    (metadata.dali_tutorials.headline); the seed's figures, from the seed's own labels."""
     labels = results_table.headline_labels(REPO_ROOT / "notebooks")
     missing = sorted({(name, key) for path in (REPO_ROOT / "results").glob("*.json")
                       for name, nb in json.loads(path.read_text())["notebooks"].items()
                       for key in nb.get("headline", {})
-                      if key not in labels.get(name, {}) and (name, key) not in results_table.LEGACY_LABELS})
+                      if path.name != "seed.json" and key not in labels.get(name, {})})
     assert not missing, f"label these headline keys in their notebook's metadata: {missing}"
+    seed = json.loads((REPO_ROOT / "results" / "seed.json").read_text())["notebooks"]
+    assert all(set(nb["labels"]) == set(nb["headline"]) for nb in seed.values())
 
 
 def _goal(ratio: float, low: float, high: float, verdict: str, **count: int) -> dict[str, Any]:
@@ -352,6 +355,11 @@ def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: 
                                             "gpu_over_cpu_4_threads": 4.0}},
         "02-capture-mode": {"headline": {"eager_samples_per_s": 30000, "capture_samples_per_s": 45000,
                                          "capture_over_eager": 1.5}}}}))
+    seed = json.loads((results / "seed.json").read_text())
+    committed = json.loads((REPO_ROOT / "results" / "seed.json").read_text())["notebooks"]
+    for name, entry in seed["notebooks"].items():  # the seed labels its own figures
+        entry["labels"] = committed[name]["labels"]
+    (results / "seed.json").write_text(json.dumps(seed))
     for name, interval in (("01-getting-started", ["goals", "g"]), ("02-capture-mode", None)):
         spec = {"label": "x", **({"interval": interval} if interval else {})}
         key = "gpu_over_cpu" if name.startswith("01") else "capture_over_eager"
