@@ -23,8 +23,6 @@ The method, used by every notebook that compares speeds:
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import math
 import os
 import platform
@@ -37,6 +35,7 @@ from typing import Any
 
 from helpers.devices import gpu_count
 from helpers.paths import REPO_ROOT
+from helpers.records import RESULTS_FOLDER_VARIABLE, NotebookResults
 
 NOISY_CV = 0.10  # a configuration whose trials vary more than this is flagged
 CONFIDENCE = 0.95
@@ -196,6 +195,23 @@ def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
+def rate_table(rates: Mapping[str, Sequence[float]], unit: str, index: str = "configuration") -> Any:
+    """The table beside a chart of rates (a pandas DataFrame): a row per configuration of
+    ``rates`` (its trials' rates, in ``unit`` such as ``"samples/s"``) with the geometric mean,
+    its 95% interval (:func:`rate_interval`), the CV, whether it is noisy (CV > 10%), and the
+    number of trials."""
+    import pandas as pd
+
+    rows = []
+    for name, values in rates.items():
+        estimate, low, high = rate_interval(values)
+        spread = summarize(values)
+        rows.append({index: name, unit: round(estimate), "95% low": round(low), "95% high": round(high),
+                     "CV": f"{spread['cv']:.1%}", "noisy (CV > 10%)": "yes" if spread["noisy"] else "",
+                     "trials": len(values)})
+    return pd.DataFrame(rows).set_index(index)
+
+
 def select_best(candidates: Mapping[str, Sequence[float]]) -> str:
     """The candidate with the highest median rate on its selection trials. Report it from
     confirmation trials measured afterwards (``ratio`` on those), never from these."""
@@ -265,26 +281,15 @@ def machine_label(info: dict[str, Any]) -> str:
 
 
 def default_results_dir() -> Path:
-    """``$DALI_TUTORIALS_RESULTS`` (set by the suite runner for each run), else build/results."""
-    return Path(os.environ.get("DALI_TUTORIALS_RESULTS") or REPO_ROOT / "build" / "results")
+    """The folder that the suite's runner gave this kernel (``helpers.records.RESULTS_FOLDER_VARIABLE``
+    in its environment), else build/results (a notebook run by hand)."""
+    return Path(os.environ.get(RESULTS_FOLDER_VARIABLE) or REPO_ROOT / "build" / "results")
 
 
 def save_results(name: str, parameters: dict[str, Any], results: dict[str, Any],
                  headline: dict[str, Any], results_dir: str | Path | None = None) -> Path:
-    """Write ``<results_dir>/<name>.json`` atomically: machine, parameters, results, and the
-    ``headline`` figures that summaries print. Returns the path."""
-    folder = Path(results_dir) if results_dir else default_results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    document = {
-        "notebook": name,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "parameters": parameters,
-        "headline": headline,
-        "results": results,
-    }
-    path = folder / f"{name}.json"
-    tmp = path.with_suffix(f".json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    tmp.replace(path)
-    return path
+    """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.records.NotebookResults`):
+    machine, parameters, results, and the ``headline`` figures that summaries print. Returns the
+    path."""
+    saved = NotebookResults.now(name, machine_info(), parameters, headline, results)
+    return saved.write(Path(results_dir) if results_dir else default_results_dir())

@@ -22,8 +22,6 @@ Provenance and licences: ``data/README.md``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import gzip
 import hashlib
 import io
@@ -38,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 from PIL import Image
 
 from helpers.caffe2_records import encode_record
@@ -62,15 +61,10 @@ def read_manifest(path: Path) -> dict:
     return json.loads((path / MANIFEST).read_text())
 
 
-@contextlib.contextmanager
-def _build_lock(data_dir: Path) -> Iterator[None]:
+def _build_lock(data_dir: Path) -> FileLock:
+    """Held while a build runs: a second build of the same folder waits, then finds it done."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    with open(data_dir / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return FileLock(data_dir / ".build.lock")
 
 
 def _commit(tmp: Path, dest: Path, manifest: dict) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from helpers.errors import ParameterError
 
-__all__ = ["PAPERMILL_INJECTED", "ParameterError", "check_known", "positive_int", "positive_ints",
+__all__ = ["PAPERMILL_INJECTED", "ParameterError", "at_least", "check_known", "positive_int", "positive_ints",
            "reject_unknown_parameters"]
 
 # the first line of the cell that papermill injects after the one tagged `parameters`
@@ -27,6 +27,19 @@ def positive_ints(name: str, values: Any) -> list[int]:
         raise ParameterError(f"parameter {name} must be a non-empty list of positive integers, "
                              f"not {values!r}")
     return [positive_int(f"{name}[{i}]", v) for i, v in enumerate(values)]
+
+
+def at_least(namespace: Mapping[str, Any], minimums: Mapping[str, int | tuple[int, str]]) -> None:
+    """The one call that checks a notebook's whole-number parameters: each name of ``minimums`` in
+    ``namespace`` (the notebook's ``globals()``) is an integer of at least its minimum, given as a
+    number or as ``(minimum, why)``: ``{"batch_size": 1, "trials": (2, "a 95% interval needs two
+    trials")}``. The first that is not raises a ParameterError with its name, its value and why."""
+    for name, minimum in minimums.items():
+        least, why = minimum if isinstance(minimum, tuple) else (minimum, "")
+        value = positive_int(name, namespace[name])
+        if value < least:
+            raise ParameterError(f"parameter {name} must be at least {least}, not {value}"
+                                 + (f": {why}" if why else ""))
 
 
 def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) -> None:

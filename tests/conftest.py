@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -12,6 +11,7 @@ import pytest
 
 from helpers.data_sources import locate_data
 from helpers.paths import REPO_ROOT, default_data_dir
+from helpers.records import NotebookResults, RunLog
 from tools import suite
 
 # Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another
@@ -76,22 +76,20 @@ def gpu_run(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def gpu_results(gpu_run: Path) -> Callable[[str], dict[str, Any]]:
+def gpu_results(gpu_run: Path) -> Callable[[str], NotebookResults]:
     """``gpu_results(notebook)``: what the notebook recorded in the GPU run. A notebook that the
     run left out (`make test-gpu ONLY=04`) skips its checks; one that failed fails them, with
     the runner's description of the failing cell."""
-    log_file = gpu_run / "run.json"
-    assert log_file.is_file(), f"{log_file} is missing: not a folder of `python -m tools.suite run`"
-    log = json.loads(log_file.read_text())
+    log = RunLog.read(gpu_run)
 
-    def load(notebook: str) -> dict[str, Any]:
-        entry = log["notebooks"].get(notebook)
+    def load(notebook: str) -> NotebookResults:
+        entry = log.notebooks.get(notebook)
         if entry is None:
             pytest.skip(f"{notebook} was not part of this GPU run")
-        assert entry["ok"], f"{notebook} failed on the GPU: {entry['error']}"
+        assert entry.ok, f"{notebook} failed on the GPU: {entry.error}"
         path = gpu_run / "results" / f"{notebook}.json"
         assert path.is_file(), f"{notebook} wrote no results: {path}"
-        return json.loads(path.read_text())
+        return NotebookResults.read(path)
 
     return load
 
@@ -105,12 +103,13 @@ def _fingerprint() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Every notebook executed once at CI scale (shared by the tests of all notebooks)."""
+    """Every notebook executed once at CI scale, two at a time (shared by the tests of all
+    notebooks)."""
 
     locate_data(verbose=False)  # build the data first: a first build is not a change
     before = _fingerprint()
     out = tmp_path_factory.mktemp("ci-run")
-    runs = suite.run_suite("auto", "ci", out)
+    runs = suite.run_suite("auto", "ci", out, jobs=2)  # two at a time: CI keeps no timings
     after = _fingerprint()
     # a data set that a notebook builds on first use (notebook 05's photo set) is new, not changed
     changed = sorted(k for k in before if after.get(k) != before[k])
@@ -118,6 +117,17 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert not changed and not added, \
         f"running the notebooks changed committed files or data: {changed + added}"
     return {run.name: run for run in runs}
+
+
+def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
+    """A goal as a notebook recorded it: its target, its number of paired trials (or launches),
+    and whatever the results page would refuse in it (``tools.results_table.goal_problems``: a
+    missing field, a verdict that does not follow the interval by helpers.benchmarking's rule)."""
+    from tools.results_table import goal_problems
+
+    assert goal["goal"] == pytest.approx(target), goal
+    assert goal.get("trials", goal.get("launches")) == count, goal
+    assert not goal_problems(goal), goal_problems(goal)
 
 
 def headline_output(cells) -> dict:

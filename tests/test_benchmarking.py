@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,15 @@ def test_within_says_whether_the_interval_is_narrow_enough() -> None:
     noisy = ratio([130.0, 70.0, 120.0, 80.0], [100.0, 100.0, 100.0, 100.0])
     assert not noisy.within(0.02) and noisy.within(10.0)
     assert not ratio([1.0], [2.0]).within(0.5)  # one round: no interval at all
+
+
+def test_a_rate_table_has_a_row_per_configuration_with_its_interval() -> None:
+    from helpers.benchmarking import rate_interval, rate_table
+
+    rates = {"eager": [100.0, 110.0, 105.0], "capture": [200.0, 150.0, 260.0]}
+    table = rate_table(rates, "samples/s")
+    assert list(table.index) == ["eager", "capture"] and table.index.name == "configuration"
+    estimate, low, high = rate_interval(rates["capture"])
+    cv = statistics.stdev(rates["capture"]) / statistics.fmean(rates["capture"])
+    assert table.loc["capture"].tolist() == [round(estimate), round(low), round(high), f"{cv:.1%}", "yes", 3]
+    assert table.loc["eager", "noisy (CV > 10%)"] == "" and table.loc["eager", "samples/s"] == 105

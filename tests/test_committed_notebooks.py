@@ -21,27 +21,15 @@ RECORDS = runtimes()[True]
 # the newest full-scale CPU run's, where it says that the GPU part was skipped. Re-run it on two
 # GPUs (`make test-gpu ONLY=04`), and this test says to drop the name here. (Notebook 06 runs on one
 # GPU, its two-process part as CPU processes there.)
-# Notebook 07 (video) was written in a session whose GPU time went to the runs of 01-05: its
-# committed outputs are its first full-scale CPU run's (VP9 on the CPU, the GPU parts skipped) until
-# its first H200 run (`make test-gpu ONLY=07`, with `av` in the runner's bundle).
 CPU_RUN_UNTIL_TWO_GPUS = {"04-scaling-out"}
 CPU_RECORDS = runtimes()[False]
-# New notebooks committed before their first run on the GPU runner (unexecuted; the docs show
-# them with a note, docs/hooks.py's awaits_its_first_run). Their checks of committed outputs fail
-# until the run's executed notebook and record are committed; then this test says to drop the name.
-AWAITS_ITS_FIRST_GPU_RUN: set[str] = set()
-
-
-def _awaiting(check: str) -> list:
-    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"awaits its first GPU run: {check}"))
-            if p.stem in AWAITS_ITS_FIRST_GPU_RUN else p for p in notebooks()]
 
 
 def _code_cells(notebook: Path) -> list:
     return [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("notebook", _awaiting("no outputs"), ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
     cells = _code_cells(notebook)
     assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1))
@@ -50,7 +38,7 @@ def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
     assert nbformat.read(notebook, as_version=4).metadata.get("papermill"), "not run by papermill"
 
 
-@pytest.mark.parametrize("notebook", _awaiting("no record"), ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_outputs_match_the_committed_results(notebook: Path) -> None:
     """The notebook's last output (its headline) is the headline of the committed record, which
     names the GPU it ran on."""
@@ -58,34 +46,30 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
         assert notebook.stem not in RECORDS, (
             f"{notebook.stem} has a GPU record now: commit that run's notebook and drop the name "
             "from CPU_RUN_UNTIL_TWO_GPUS (named for 04; 07 waits for its first GPU run)")
-        _, record = CPU_RECORDS[notebook.stem]
+        record = CPU_RECORDS[notebook.stem]
         device = "cpu"
     else:
         assert notebook.stem in RECORDS, f"no full-scale record of a GPU machine holds {notebook.stem}"
-        _, record = RECORDS[notebook.stem]
-        assert record["machine"]["gpu"], "the committed notebooks must come from a GPU run"
+        record = RECORDS[notebook.stem]
+        assert record.machine["gpu"], "the committed notebooks must come from a GPU run"
         device = "gpu"
-    entry = record["notebooks"][notebook.stem]
-    assert entry["parameters"]["device"] == device
+    entry = record.notebooks[notebook.stem]
+    assert entry.run.device == device
     shown = headline_output(nbformat.read(notebook, as_version=4).cells)
     # as shown: a rate the notebook rounds to a whole number equals the record's, rounded
     assert shown == {k: round(v) if isinstance(shown.get(k), int)
-                     else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry["headline"].items()}
+                     else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry.headline.items()}
 
 
 # A GPU run with this runner injects nothing (tools.suite.parameters_for), and the runner drops an
-# older run's metadata.papermill.parameters from the source it hands papermill. Notebooks whose
-# committed run predates that (none now) would be named here until their next run.
-STALE_PAPERMILL_PARAMETERS: set[str] = set()
-# Committed from a run given a parameter over its defaults: 07's H200 run of 2026-12-02 swept one
-# setting (sweep=["480x272/16"]) where the default sweeps two, to fit the session's device time;
-# its page says so (the parameters line). The next full run drops the name.
+# older run's metadata.papermill.parameters from the source it hands papermill. Committed from a
+# run given a parameter over its defaults: 07's H200 run of 2026-12-02 swept one setting
+# (sweep=["480x272/16"]) where the default sweeps two, to fit the session's device time; its page
+# says so (the parameters line). The next full run drops the name.
 RUN_WITH_PARAMETERS = {"07-video-clips"}
 
 
 @pytest.mark.parametrize("notebook", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="papermill kept stale parameters"))
-    if p.stem in STALE_PAPERMILL_PARAMETERS else
     pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="run with a parameter over its defaults"))
     if p.stem in RUN_WITH_PARAMETERS else p for p in notebooks()], ids=lambda p: p.stem)
 def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:
@@ -95,14 +79,7 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
     assert not node.metadata.get("papermill", {}).get("parameters")
 
 
-# Notebooks whose committed run predates their first cell, which says what they need (none now):
-# the cell joins a notebook with its next GPU run (a committed notebook is changed only by running it).
-NEEDS_CELL_AWAITS_A_RUN: set[str] = set()
-
-
-@pytest.mark.parametrize("notebook", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="its first cell joins its next run"))
-    if p.stem in NEEDS_CELL_AWAITS_A_RUN else p for p in notebooks()], ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: Path,
                                                                      tmp_path: Path) -> None:
     """Its first code cell, run by a Python that cannot import the checkout, stops with the
@@ -124,8 +101,6 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
     assert expected in done.stderr.splitlines()[-1], done.stderr
 
 
-# Run before their progress bars moved to stdout; their next GPU run (branch next-gpu-run holds
-# their changes) clears them, and this test then says to drop the names.
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_no_output_is_an_empty_error_stream(notebook: Path) -> None:
     """A stderr output of nothing but whitespace (a progress bar's closing newline) renders as an

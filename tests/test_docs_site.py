@@ -566,9 +566,6 @@ def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, t
 MACHINE_PATHS = re.compile("|".join(
     [re.escape(str(p)) for p in (ROOT, Path.home(), Path(tempfile.gettempdir()))]
     + [r"(?<![\w.~/-])/(?:root|home|tmp|Users|work|mnt|var/folders)/"]))
-# Pages made from committed notebooks that the H200 run of issue 10 (item 7) will refresh: they
-# must still show a machine path (else remove them here), the other pages none.
-KNOWN_EXCEPTIONS: set[str] = set()
 
 
 def test_no_docs_source_holds_an_absolute_path() -> None:
@@ -586,11 +583,7 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
         page = entry["location"].split("#")[0] or "index.html"
         texts[page] = texts.get(page, "") + entry["title"] + entry["text"]
     found = {page: sorted(set(MACHINE_PATHS.findall(text))) for page, text in texts.items()}
-    unexpected = {page: paths for page, paths in found.items()
-                  if paths and page not in KNOWN_EXCEPTIONS}
-    assert not unexpected
-    fixed = sorted(page for page in KNOWN_EXCEPTIONS if not found.get(page))
-    assert not fixed, f"{fixed} hold no machine path any more: remove them from KNOWN_EXCEPTIONS"
+    assert not {page: paths for page, paths in found.items() if paths}
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers import embedded_data
+from helpers import data_sources, embedded_data
 from helpers.batches import as_arrays, as_labels
 from helpers.caffe2_records import decode_record
 from helpers.paths import MNIST_TRAINING
@@ -305,3 +306,15 @@ def test_a_photo_set_size_too_small_says_so(size, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 7"):
         embedded_data.build_photo_set(tmp_path, size)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_jpeg_variants_are_distinct_jpegs_of_the_photos_size() -> None:
+    from PIL import Image
+
+    files = sorted(data_sources.locate_data(verbose=False).images.rglob("*.jpg"))
+    variants = embedded_data.jpeg_variants(files, 64)
+    assert len({hashlib.sha256(v).hexdigest() for v in variants}) == 64
+    assert {Image.open(io.BytesIO(v)).size for v in variants} == {(640, 427)}
+    assert variants == embedded_data.jpeg_variants(files, 64)  # deterministic
+    with pytest.raises(ValueError, match="only 16 distinct"):
+        embedded_data.jpeg_variants(files[:2], 17)

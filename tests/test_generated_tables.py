@@ -14,6 +14,7 @@ import pytest
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
+from helpers.records import RecordError
 from tools import findings, inventory, results_table, suite
 
 RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
@@ -41,12 +42,12 @@ def _record(path: Path, created: str, notebooks: dict[str, dict[str, Any]],
             machine: dict[str, Any] | None = None, run: dict[str, Any] | None = None) -> None:
     """A record as tools.suite.write_record writes it (``run``: how every notebook ran)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    run = run or {"scale": "full", "device": "auto", "parameters": {}, "command": "python -m tools.suite run",
-                  "commit": "abc"}
+    run = run or {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
+                  "command": "python -m tools.suite run", "commit": "abc"}
     path.write_text(json.dumps({
         "machine": machine or {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": created[:10],
         "notebooks": {name: {"created": created, "parameters": {"trials": 2}, "results": {}, "run": run,
-                             **fields}
+                             "headline": {}, "seconds": None, **fields}
                       for name, fields in notebooks.items()}}))
 
 
@@ -106,7 +107,8 @@ def test_inventory_is_read_from_metadata_and_measured_runs(tmp_path: Path) -> No
     # newer, but at bench scale: not the notebooks' defaults, so not a runtime of the table
     _record(tmp_path / "results" / "cpu-bench.json", "2026-03-01T10:00:00+00:00",
             {"01-first": {"seconds": 500.0, "headline": {}}},
-            run={"scale": "bench", "device": "auto", "parameters": {}, "command": "x", "commit": "y"})
+            run={"scale": "bench", "device_asked": "auto", "device": "cpu", "parameters": {}, "command": "x",
+                 "commit": "y"})
     table = inventory.render_inventory(tmp_path)
     header = table.splitlines()[0]
     assert header.endswith("| Runtime: CPU only, 2 cores / 2x NVIDIA H200 or NVIDIA H200 |")
@@ -137,12 +139,13 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
     results = tmp_path / "results"
     _record(results / "a-late.json", "2026-03-02T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 2000.0}}}, machine=H200,
-            run={"scale": "full", "device": "gpu", "parameters": {}, "command": "x", "commit": "y"})
+            run={"scale": "full", "device_asked": "gpu", "device": "gpu", "parameters": {}, "command": "x",
+                 "commit": "y"})
     _record(results / "z-early.json", "2026-03-01T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
     table = results_table.render_notebook_table("01-getting-started", results)
     header, _, first_row = table.splitlines()[:3]
-    assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → unknown (2026-03-01) | "
+    assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) | "
                       "2x NVIDIA H200, full scale, device gpu (2026-03-02) |")
     # a key that no notebook's metadata labels is its own label (refused in committed records)
     assert first_row == "| cpu_decode_img_s_4_threads | 1,000 | 2,000 |"
@@ -154,13 +157,13 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
 def _bench_run_folder(folder: Path) -> Path:
     """What `make bench` (tools.suite bench --device auto) leaves on a machine without a GPU."""
     (folder / "results").mkdir(parents=True)
-    document = {"created": "2026-12-01T10:00:00+00:00",
+    document = {"notebook": "01-getting-started", "created": "2026-12-01T10:00:00+00:00",
                 "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2, "cpu": "x"},
                 "parameters": {"device": "cpu", "threads": 4, "trials": 5},
                 "headline": {"cpu_decode_img_s": 1234.5}, "results": {"reference_threads": 4}}
     (folder / "results" / "01-getting-started.json").write_text(json.dumps(document))
     (folder / "run.json").write_text(json.dumps({
-        "scale": "bench", "device": "auto",
+        "scale": "bench", "device_asked": "auto",
         "notebooks": {"01-getting-started": {"seconds": 80.0, "ok": True, "error": None,
                                              "parameters": {"trials": 5},
                                              "command": "python -m tools.suite bench --device auto",
@@ -176,7 +179,8 @@ def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> No
                                           "format": "{:,.0f}"}}})
     path = suite.write_record(_bench_run_folder(tmp_path / "run"), root / "results" / "cpu-2026-12-01.json")
     entry = json.loads(path.read_text())["notebooks"]["01-getting-started"]
-    assert entry["run"] == {"scale": "bench", "device": "auto", "parameters": {"trials": 5},
+    assert entry["run"] == {"scale": "bench", "device_asked": "auto", "device": "cpu",
+                            "parameters": {"trials": 5},
                             "command": "python -m tools.suite bench --device auto", "commit": "0123abc"}
     assert entry["seconds"] == 80.0
     table = results_table.render_notebook_table("01-getting-started", root / "results")
@@ -226,18 +230,18 @@ def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: 
         results_table.render_notebook_table("01-getting-started", root / "results")
 
 
-def test_a_record_without_run_facts_reads_as_unknown(tmp_path: Path) -> None:
+def test_a_record_without_run_facts_is_refused_naming_what_it_lacks(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps({
         "machine": {"gpu": None, "cpu_count": 2}, "date": "2026-01-01",
         "notebooks": {"01-getting-started": {"created": "2026-01-01T00:00:00", "parameters": {},
-                                             "headline": {"cpu_decode_img_s_4_threads": 5.0}}}}))
-    header = results_table.render_notebook_table("01-getting-started", tmp_path).splitlines()[0]
-    assert "CPU only, 2 cores, unknown scale, device unknown (2026-01-01)" in header
+                                             "headline": {"cpu_decode_img_s": 5.0}}}}))
+    with pytest.raises(RecordError, match="notebooks.01-getting-started lacks results, seconds, run"):
+        results_table.render_notebook_table("01-getting-started", tmp_path)
 
 
 def test_a_record_without_a_date_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"notebooks": {"01-getting-started": {}}}))
-    with pytest.raises(ValueError, match="x.json records no date"):
+    with pytest.raises(RecordError, match="x.json lacks machine, date"):
         results_table.render_notebook_tables(tmp_path)
 
 
@@ -279,15 +283,15 @@ def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
         "| 03 · e / f | >= 1.5x | 1.50x | 1.40x–1.60x | inconclusive | 3 launches |",
         "| 04 · w | >= 1.5x | 1.90x | 1.40x–2.00x | inconclusive | 3 launches |",
         ""]
-    assert ("[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → unknown, 2026-03-02); "
+    assert ("[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → cpu, 2026-03-02); "
             "[old-gpu.json](results/old-gpu.json) (NVIDIA H200, full scale") in table
 
 
-def test_goals_in_the_older_form_show_no_interval(tmp_path: Path) -> None:
+def test_a_goal_without_its_interval_is_refused(tmp_path: Path) -> None:
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
             {"03-x": {"headline": {}, "results": {"goals": {"a / b": {"ratio": 0.84, "goal": 0.95,
                                                                         "met": False}}}}}, machine=H200)
-    assert "| 03 · a / b | >= 0.95x | 0.84x | — | no interval recorded | — |" in \
+    with pytest.raises(ValueError, match="gpu.json, 03-x, goal 'a / b': lacks ci95, verdict, trials"):
         results_table.render_goals_table(tmp_path)
 
 
@@ -399,9 +403,9 @@ def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_
             {"05-z": {"headline": {"b": 2.0}}}, machine={**H200, "gpu_count": 1})
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {"a": 3.0}}})
     headings = [c.heading for c in results_table.columns_of(tmp_path)]
-    assert headings == ["NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day.json)",
-                        "NVIDIA H200, full scale, device auto → unknown (2026-03-02, h200-day-photos.json)",
-                        "CPU only, 2 cores, full scale, device auto → unknown (2026-03-03)"]
+    assert headings == ["NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day.json)",
+                        "NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day-photos.json)",
+                        "CPU only, 2 cores, full scale, device auto → cpu (2026-03-03)"]
 
 
 def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_path: Path) -> None:
@@ -411,7 +415,7 @@ def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_pat
             machine=H200)
     _record(tmp_path / "empty.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {}}})
     first = results_table.render_notebook_table("01-y", tmp_path).splitlines()
-    assert first[0] == "| Figure | CPU only, 2 cores, full scale, device auto → unknown (2026-03-01) |"
+    assert first[0] == "| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) |"
     assert first[2] == "| a | 1 |"
     second = results_table.render_notebook_table("02-z", tmp_path).splitlines()
     assert second[0].count(" | ") == 2 and second[2] == "| b | 2 | 3 |"
@@ -424,7 +428,7 @@ def test_the_published_table_sets_every_seed_figure_beside_the_newest_gpu_record
     results = _published_records(tmp_path, 4.1, 1.6)
     rows = results_table.render_published_table(results).splitlines()
     assert rows[0] == ("| Figure | DALI's tutorials, as published | 2x NVIDIA H200, full scale, "
-                       "device auto → unknown (2026-03-02) |")
+                       "device auto → cpu (2026-03-02) |")
     assert "| 01 · CPU decode, 4 threads (img/s) | 4,000 | 2,000 |" in rows
     assert ("| 01 · GPU / CPU decode, default hw_decoder_load, 4 threads | 4.00x | 4.10x [3.50x–4.50x] |"
             in rows)
@@ -510,15 +514,14 @@ def _misnamed_copies(tmp_path: Path) -> Path:
     results.mkdir()
     shutil.copytree(REPO_ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("scripts"))
     committed = list(results_table.records(REPO_ROOT / "results"))
-    newest_05 = max((p for p, r in committed
-                     if results_table.has_gpu(r) and "05-photos-at-scale" in r["notebooks"]),
+    newest_05 = max((r.path for r in committed if r.has_gpu and "05-photos-at-scale" in r.notebooks),
                     key=lambda p: json.loads(p.read_text())["date"] + p.name)
-    for index, (path, record) in enumerate(committed):
-        if results_table.has_gpu(record):
-            name = "cpu-old.json" if path == newest_05 else f"cpu-old-{index}.json"
+    for index, record in enumerate(committed):
+        if record.has_gpu:
+            name = "cpu-old.json" if record.path == newest_05 else f"cpu-old-{index}.json"
         else:
             name = f"h200-new-{index}.json"
-        shutil.copy(path, results / name)
+        shutil.copy(record.path, results / name)
     return results
 
 

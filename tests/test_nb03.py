@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from conftest import check_goal
 
 from helpers.data_sources import REPO_ROOT
 from tools import suite
@@ -31,16 +32,12 @@ def document(ci_run: dict[str, suite.NotebookRun]) -> dict:
 def check_goals(document: dict) -> None:
     """Every goal: the ratio of the confirmation rounds' rates, inside its interval, with the
     verdict that the interval gives."""
-    results, parameters = document["results"], document["parameters"]
+    results, parameters = document.results, document.parameters
     goals, trials = results["goals"], results["confirmation"]["trials"]
     picks = results["confirmation"]["picks"]
     assert set(goals) == set(GOALS)
     for name, g in goals.items():
-        low, high = g["ci95"]
-        assert g["goal"] == GOALS[name] and g["trials"] == parameters["trials"]
-        assert low <= g["ratio"] <= high
-        expected = "met" if low >= g["goal"] else "not met" if high < g["goal"] else "inconclusive"
-        assert g["verdict"] == expected
+        check_goal(g, GOALS[name], parameters["trials"])
     # the ratio is the geometric mean of the per-round ratios of the two configurations
     a = [r["samples_per_s"] for r in trials[picks["best dynamic mode"]]]
     b = [r["samples_per_s"] for r in trials[picks["ceiling"]]]
@@ -51,7 +48,7 @@ def check_goals(document: dict) -> None:
 
 @pytest.mark.notebook
 def test_selection_then_confirmation_with_interleaved_trials(document) -> None:
-    results, parameters = document["results"], document["parameters"]
+    results, parameters = document.results, document.parameters
     selection, confirmation = results["selection"], results["confirmation"]
     assert all(len(t) == parameters["selection_trials"] for t in selection["trials"].values())
     assert all(len(t) == parameters["trials"] for t in confirmation["trials"].values())
@@ -81,7 +78,7 @@ def test_goals_carry_ratio_interval_verdict_and_trials(document) -> None:
 
 @pytest.mark.notebook
 def test_every_loader_reads_every_record_once_in_every_epoch(document) -> None:
-    results, parameters = document["results"], document["parameters"]
+    results, parameters = document.results, document.parameters
     epochs = parameters["warmup_epochs"] + parameters["timed_epochs"]
     keys = results["epoch_keys"]
     assert {"eager", "capture", "pipeline", "dataloader"} <= set(keys)
@@ -92,7 +89,7 @@ def test_every_loader_reads_every_record_once_in_every_epoch(document) -> None:
 
 @pytest.mark.notebook
 def test_loaders_deliver_the_same_data(document) -> None:
-    results = document["results"]
+    results = document.results
     assert results["dali_loaders_bit_equal"] is True
     checks = results["equal_data"]
     assert {"capture, no rotation", "pipeline, no rotation", "dataloader, no rotation",
@@ -103,7 +100,7 @@ def test_loaders_deliver_the_same_data(document) -> None:
 
 @pytest.mark.notebook
 def test_time_split_and_profile(document) -> None:
-    results = document["results"]
+    results = document.results
     split = results["time_split"]
     assert set(split) == set(results["confirmation"]["trials"])
     assert all(v["data_ms_per_step"] > 0 and v["train_ms_per_step"] > 0 for v in split.values())
@@ -118,18 +115,3 @@ def test_batch_sizes_that_are_not_multiples_of_the_first_are_refused_in_a_run(tm
     """The integration run of 03's refusals (the others: tests/test_notebook_refusals.py)."""
     run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"batch_sizes": [64, 100], "device": "cpu"})
     assert not run.ok and "must be a multiple of the first (64)" in run.error
-
-
-# GPU tier: checks of a `tools.suite run --device gpu` output folder (make test-gpu)
-
-
-def test_gpu_run_measured_the_gpu_knobs_and_judged_the_goals(gpu_results) -> None:
-    document = gpu_results(NAME)
-    results, parameters = document["results"], document["parameters"]
-    assert document["machine"]["gpu"] and parameters["device"] == "gpu"
-    knobs = {c["knob"] for c in results["selection"]["configs"].values()}
-    assert {"hw_decoder_load", "threads", "batch size and decoding",
-            "DataLoader workers and batch size"} <= knobs
-    assert parameters["trials"] >= 5
-    assert results["same_records_every_epoch"] is True and results["dali_loaders_bit_equal"] is True
-    check_goals(document)

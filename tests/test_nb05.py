@@ -1,6 +1,6 @@
 """Notebook 05 (photographs at scale): executed at CI scale on the CPU tier through the shared
 ``ci_run`` fixture, with assertions on what it records; its errors for a bad ``image_dir``. The
-checks of its H200 run are in tests/test_nb05_gpu.py."""
+checks of its H200 run are in tests/test_gpu_tier.py."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import check_goal
 
 from helpers.data_sources import locate_photos
 from helpers.paths import REPO_ROOT
+from helpers.records import NotebookResults
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
@@ -30,7 +32,7 @@ CAPTURED = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize"]  # a
 
 
 @pytest.fixture(scope="module")
-def document(ci_run: dict[str, suite.NotebookRun]) -> dict:
+def document(ci_run: dict[str, suite.NotebookRun]) -> NotebookResults:
     """What notebook 05 recorded in the shared CI-scale run (conftest's ``ci_run``)."""
     run = ci_run[NAME]
     assert run.ok, run.error
@@ -45,7 +47,7 @@ def _geometric_mean_ratio(a: list[float], b: list[float]) -> float:
 def check_goals(document: dict) -> None:
     """Every goal of the models that ran: the paired ratio of the confirmation rounds, inside its
     interval, with the verdict that the interval gives."""
-    results, parameters = document["results"], document["parameters"]
+    results, parameters = document.results, document.parameters
     goals = results["goals"]
     models = parameters["models"]
     assert set(goals) == {n for n, (model, _) in GOALS.items() if model is None or model in models}
@@ -53,10 +55,7 @@ def check_goals(document: dict) -> None:
         low, high = g["ci95"]
         model = GOALS[name][0]
         rounds = (results["alone"] if model is None else results["end_to_end"][model])["rounds"]
-        assert g["goal"] == GOALS[name][1] and g["trials"] == rounds
-        assert 0 < low <= g["ratio"] <= high
-        expected = "met" if low >= g["goal"] else "not met" if high < g["goal"] else "inconclusive"
-        assert g["verdict"] == expected
+        check_goal(g, GOALS[name][1], rounds)
     alone = results["alone"]
     cpu = [[r["cpu_s_per_1000"] for r in alone["trials"][alone["picks"][role]]]
            for role in ("best DataLoader", "best capture")]
@@ -73,7 +72,7 @@ def check_goals(document: dict) -> None:
 
 def check_trials(document: dict) -> None:
     """Selection then confirmation, in interleaved rounds of a fixed amount of work each."""
-    results, parameters = document["results"], document["parameters"]
+    results, parameters = document.results, document.parameters
     selection, alone = results["selection"], results["alone"]
     assert all(len(t) == parameters["selection_trials"] for t in selection["trials"].values())
     assert parameters["trials"] <= alone["rounds"] <= parameters["most_trials"]
@@ -116,7 +115,7 @@ def test_goals_carry_ratio_interval_verdict_and_trials(document) -> None:
 def check_fully_captured(document: dict) -> None:
     """Every capture loop's guard saw the whole training preprocessing captured, and the
     pipeline mode "at the same knobs" has the best capture loop's threads and hw_decoder_load."""
-    alone = document["results"]["alone"]
+    alone = document.results["alone"]
     assert alone["captured"] and all(ops.split(", ")[:4] == CAPTURED for ops in alone["captured"].values())
     configs = alone["configs"]
     same, best = configs[alone["picks"]["pipeline mode, same knobs"]], configs[alone["picks"]["best capture"]]
@@ -131,7 +130,7 @@ def test_every_capture_loop_captured_the_whole_preprocessing(document) -> None:
 
 @pytest.mark.notebook
 def test_labels_channel_order_and_normalization_agree_across_loaders(document) -> None:
-    results = document["results"]
+    results = document.results
     agreement = results["agreement"]
     assert results["labels_agree"] and results["pixels_agree"] and results["channels_visible"]
     assert all(a["labels_equal"] for a in agreement.values())
@@ -145,18 +144,19 @@ def test_labels_channel_order_and_normalization_agree_across_loaders(document) -
 def test_cpu_time_counts_the_dataloader_workers(document) -> None:
     """The DataLoader decodes in its workers: its CPU time per image can only be that of a JPEG
     decode (a millisecond or more) if the workers are counted."""
-    alone = document["results"]["alone"]
+    alone = document.results["alone"]
     dataloader = alone["trials"][alone["picks"]["best DataLoader"]]
     assert statistics.fmean(r["cpu_s_per_1000"] for r in dataloader) > 1.0
-    for run in document["results"]["end_to_end"].values():
+    for run in document.results["end_to_end"].values():
         ceiling = run["trials"][run["picks"]["ceiling"]]
         assert all(r["wait_fraction"] < 0.05 for r in ceiling)  # its data is in memory already
 
 
 @pytest.mark.notebook
 def test_a_truncated_jpeg_is_named(document) -> None:
-    corrupt = document["results"]["corrupt_file"]
-    assert corrupt["named"] is True and document["results"]["device_memory_gib"] is None  # no GPU
+    corrupt = document.results["corrupt_file"]
+    assert corrupt["named"] is True
+    assert (document.results["device_memory_gib"] is None) == (document.parameters["device"] == "cpu")
     assert "is not a readable image" in corrupt["message"] and "Remove or replace" in corrupt["message"]
     # what DALI itself said, kept beside it: on the CPU it names the sample's file, relative to file_root
     assert "astronaut_00000.jpg" in corrupt["dali_says"]["cpu"] and corrupt["check_decodable_ms_per_file"] > 0
@@ -168,10 +168,11 @@ def test_an_imagenet_style_folder_of_your_own_runs(tmp_path: Path) -> None:
     photos = locate_photos(128, verbose=False)
     run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {
         "image_dir": str(photos.root), "device": "cpu", "trials": 2, "selection_trials": 1,
-        "dataloader_workers": [2], "thread_counts": [1]})
+        "dataloader_workers": [2], "thread_counts": [1], "image_size": 32, "batch_size": 16,
+        "most_trials": 2})
     assert run.ok, run.error
-    assert run.results["parameters"]["image_dir"] == "data/photos-128"
-    assert run.results["results"]["labels_agree"] is True
+    assert run.results.parameters["image_dir"] == "data/photos-128"
+    assert run.results.results["labels_agree"] is True
     executed = nbformat.read(run.executed, as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "checked the headers of 128 files" in printed

@@ -3,24 +3,17 @@ incompatible checkpoints refused, the costs), and the training script's own chec
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import signal
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from conftest import headline_output
 
-from helpers import checkpointing
-from helpers.data_sources import locate_data
-from helpers.distributed import script_main
-from helpers.lmdb_subset import first_records
+from helpers.benchmarking import Ratio, versus
 from helpers.paths import REPO_ROOT
-from helpers.torchrun import LaunchError, run_launches
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
@@ -37,7 +30,7 @@ def run06(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
 
 def _exact(result: dict, device: str) -> bool:
     """Bit-identical on the CPU, where the notebook asserts it; on a GPU the record keeps the
-    largest differences (tests/test_nb06_gpu.py checks what the H200 run gave)."""
+    largest differences (tests/test_gpu_tier.py checks what the H200 run gave)."""
     if device == "cpu":
         return result["bit_identical"] is True and result["largest_loss_gap"] == 0.0
     return result["largest_loss_gap"] >= 0 and result["largest_weight_gap"] >= 0
@@ -48,7 +41,7 @@ def test_ci_run_has_no_errors_and_ends_with_the_headline(run06) -> None:
     executed = nbformat.read(run06.executed, as_version=4)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    headline = run06.results["headline"]
+    headline = run06.results.headline
     assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
     text = json.dumps([c.get("outputs", []) for c in executed.cells])
     assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
@@ -59,29 +52,28 @@ def test_ci_run_has_no_errors_and_ends_with_the_headline(run06) -> None:
 @pytest.mark.notebook
 def test_a_sigkilled_process_resumes_to_the_same_losses_and_weights(run06) -> None:
     document = run06.results
-    resume, p = document["results"]["resume"], document["parameters"]
+    resume, p = document.results["resume"], document.parameters
     assert resume["signal"] == "SIGKILL" and resume["returncode"] == -signal.SIGKILL
     assert resume["kill_step"] >= resume["chosen_step"] > 2 * p["every"]
     # the newest checkpoint before the kill: a multiple of every, at most `every` steps back
     assert resume["resumed_from"] % p["every"] == 0
     assert 0 <= resume["kill_step"] - resume["resumed_from"] <= p["every"] + 1
-    assert resume["steps_compared"] == document["results"]["total_steps"]
+    assert resume["steps_compared"] == document.results["total_steps"]
     assert _exact(resume, p["device"])
     if p["device"] == "cpu":
         assert resume["bit_identical"] and resume["weights_identical"]
         assert resume["largest_weight_gap"] == 0.0
-    assert document["headline"]["bit_identical"] == int(resume["bit_identical"])
 
 
 @pytest.mark.notebook
 def test_a_damaged_newest_checkpoint_is_skipped_and_the_run_still_matches(run06) -> None:
     document = run06.results
-    resume, bad = document["results"]["resume"], document["results"]["bad_inputs"]
+    resume, bad = document.results["resume"], document.results["bad_inputs"]
     assert resume["corrupt_checkpoint_rejected"] is True
     fallback = resume["fallback"]
     assert len(fallback["skipped"]) == 1 and "(truncated)" in fallback["skipped"][0]
     assert fallback["resumed_from"] < int(re.search(r"step-(\d+)", fallback["skipped"][0])[1])
-    assert _exact(fallback, document["parameters"]["device"])
+    assert _exact(fallback, document.parameters["device"])
     assert bad["truncated_newest"]["refused"] is False
     rejected = re.search(r"step-\d+", fallback["skipped"][0])[0]
     assert f"rejected-{rejected}-0" in bad["truncated_newest"]["left"]  # kept, moved aside
@@ -98,7 +90,7 @@ def test_a_damaged_newest_checkpoint_is_skipped_and_the_run_still_matches(run06)
 ])
 def test_each_bad_checkpoint_is_refused_with_a_message_and_nothing_changes(run06, case,
                                                                           expected) -> None:
-    outcome = run06.results["results"]["bad_inputs"][case]
+    outcome = run06.results.results["bad_inputs"][case]
     assert outcome["refused"] is True and expected in outcome["message"]
     assert outcome["files_unchanged"] is True
     assert "/" + str(REPO_ROOT).strip("/") not in outcome["message"]
@@ -107,18 +99,18 @@ def test_each_bad_checkpoint_is_refused_with_a_message_and_nothing_changes(run06
 @pytest.mark.notebook
 def test_capture_mode_resumes_inside_an_epoch_exactly(run06) -> None:
     document = run06.results
-    capture = document["results"]["capture_resume"]
+    capture = document.results["capture_resume"]
     assert capture["signal"] == "SIGKILL" and capture["kill_step"] > capture["resumed_from"]
-    assert capture["resumed_from"] % document["results"]["steps_per_epoch"] != 0
-    assert capture["fast_forward_batches"] == capture["resumed_from"] % document["results"][
+    assert capture["resumed_from"] % document.results["steps_per_epoch"] != 0
+    assert capture["fast_forward_batches"] == capture["resumed_from"] % document.results[
         "steps_per_epoch"]
-    assert _exact(capture, document["parameters"]["device"])
+    assert _exact(capture, document.parameters["device"])
 
 
 @pytest.mark.notebook
 def test_one_rank_killed_and_all_resumed_match_the_uninterrupted_ranks(run06) -> None:
     document = run06.results
-    dist, processes = document["results"]["distributed"], document["parameters"]["processes"]
+    dist, processes = document.results["distributed"], document.parameters["processes"]
     assert dist["signal"] == "SIGKILL" and dist["killed_rank"] == processes - 1
     assert dist["root_cause"] == f"rank {processes - 1} was killed by signal 9 first"
     assert dist["parts"] == ["model.pt"] + [f"rank-{r}.pt" for r in range(processes)]
@@ -130,7 +122,7 @@ def test_one_rank_killed_and_all_resumed_match_the_uninterrupted_ranks(run06) ->
 
 @pytest.mark.notebook
 def test_dalis_checkpoint_api_and_its_limits_are_recorded(run06) -> None:
-    api = run06.results["results"]["dali_api"]
+    api = run06.results.results["dali_api"]
     assert api["restore_identical"] is True
     assert api["save_without_seq"].startswith("ValueError") and "{seq}" in api["save_without_seq"]
     assert api["capture_with_checkpointing"].startswith("NotImplementedError")
@@ -139,20 +131,19 @@ def test_dalis_checkpoint_api_and_its_limits_are_recorded(run06) -> None:
 @pytest.mark.notebook
 def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
     document = run06.results
-    bench, trials = document["results"]["benchmark"], document["parameters"]["trials"]
+    bench, trials = document.results["benchmark"], document.parameters["trials"]
     assert trials >= 3 and len(bench["configurations"]) == 5
     assert all(len(t) == trials for t in bench["configurations"].values())
-    for name, ratio in bench["ratios"].items():
-        low, high = ratio["ci95"]
-        assert low <= ratio["ratio"] <= high and ratio["trials"] == trials, name
-        expected = ("faster than" if low > 1 else "slower than" if high < 1
-                    else "not distinguishable from") + " the second"
-        assert ratio["verdict"] == expected, name
-    cost = document["results"]["checkpoint_cost"]
+    for name, recorded in bench["ratios"].items():
+        low, high = recorded["ci95"]
+        assert recorded["trials"] == trials, name
+        # the words of helpers.benchmarking.versus for this interval
+        shown = Ratio(recorded["ratio"], low, high, trials, True)
+        assert recorded["verdict"] == f"{versus(shown, 'the second')} ({shown})"
+    cost = document.results["checkpoint_cost"]
     assert cost["write_ms"]["median"] > 0 and cost["restore_ms"]["median"] > 0 and cost["bytes"] > 0
     assert cost["share_of_steps"] == pytest.approx(
         cost["write_ms"]["median"] / (cost["every"] * cost["step_ms"]))
-    assert document["headline"]["checkpoint_share_of_steps"] == cost["share_of_steps"]
 
 
 @pytest.mark.notebook
@@ -163,85 +154,3 @@ def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
     run = suite.run_notebook(NOTEBOOK, tmp_path, parameters)
     assert not run.ok and "parameter processes must be at least 2" in run.error
     assert set((REPO_ROOT / "build").glob("nb06-*")) == before, "a refused run left a working folder"
-
-
-# --- the script, in this process -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("train_resumable", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def small_data(tmp_path_factory) -> Path:
-    """256 records: 4 steps of 64 per epoch."""
-    return first_records(locate_data(verbose=False).mnist_training,
-                         tmp_path_factory.mktemp("data") / "training", 256)
-
-
-@pytest.mark.parametrize("extra,message", [
-    (["--every", "3"], "--every N needs --checkpoints DIR"),
-    (["--resume", "--every", "0"], "--resume needs --checkpoints DIR"),
-    (["--mode", "capture-plain", "--every", "3", "--checkpoints", "x"], "cannot checkpoint"),
-    (["--every", "-1"], "--every must be 0"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
-])
-def test_the_script_refuses_bad_arguments_with_what_to_do(script, small_data, capsys, extra,
-                                                           message) -> None:
-    assert script_main(script.run, ["--data", str(small_data), *extra]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error (rank 0): ") and message in err
-
-
-def test_the_script_refuses_a_folder_that_is_not_an_lmdb(script, tmp_path, capsys) -> None:
-    assert script_main(script.run, ["--data", str(tmp_path), "--every", "0"]) == 2
-    assert "is not an LMDB folder" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_a_folder_with_checkpoints_is_not_overwritten_without_resume(script, small_data,
-                                                                      tmp_path) -> None:
-    folder = tmp_path / "checkpoints"
-    checkpointing.save(folder, 5, {"model.pt": b"mine"}, {"data": "elsewhere"})
-    with pytest.raises(script.UsageError, match="already holds checkpoints: pass --resume"):
-        script.run(["--data", str(small_data), "--checkpoints", str(folder), "--every", "2",
-                    "--quiet"])
-    assert (folder / "step-00000005" / "model.pt").read_bytes() == b"mine"
-
-
-@pytest.mark.slow
-def test_capture_mode_resumes_exactly_at_an_epoch_boundary(script, small_data, tmp_path) -> None:
-    common = ["--data", str(small_data), "--mode", "capture", "--num-threads", "1", "--quiet"]
-    reference = script.run([*common, "--epochs", "3", "--every", "0"])
-    folder = tmp_path / "checkpoints"
-    first = script.run([*common, "--epochs", "2", "--every", "4", "--checkpoints", str(folder)])
-    assert [s for s, _ in checkpointing.checkpoints(folder)] == [4]  # the end of epoch 0
-    resumed = script.run([*common, "--epochs", "3", "--every", "4", "--checkpoints", str(folder),
-                          "--resume"])
-    assert resumed["resumed"]["step"] == 4 and resumed["fast_forward_batches"] == 0
-    assert resumed["losses"] == reference["losses"]
-    assert resumed["weights_sha256"] == reference["weights_sha256"]
-    assert first["losses"][0] == reference["losses"][0][:8]
-
-
-def test_a_launch_hands_every_line_to_on_line_as_it_comes(tmp_path: Path) -> None:
-    """What the notebook's killer relies on: each line reaches ``on_line`` while the process
-    runs, so a SIGKILL sent from there stops it mid-way (status -9, a LaunchError)."""
-    code = ("import os, time\nfor i in range(1, 50):\n    print(f'pid {os.getpid()} step {i}', "
-            "flush=True)\n    time.sleep(0.1)")
-    seen: list[str] = []
-
-    def on_line(line: str) -> None:
-        seen.append(line)
-        pid, step = int(line.split()[1]), int(line.split()[3])
-        if step == 3:
-            os.kill(pid, signal.SIGKILL)
-
-    with pytest.raises(LaunchError) as failed:
-        run_launches([[sys.executable, "-c", code]], timeout=60, echo=False, on_line=on_line)
-    assert failed.value.launches[0].returncode == -signal.SIGKILL
-    assert [line.split()[-1] for line in seen][:3] == ["1", "2", "3"] and len(seen) < 10

@@ -65,3 +65,16 @@ def test_an_injected_value_of_the_wrong_type_is_named() -> None:
     with pytest.raises(ParameterError, match="parameter batch_size must be of type int"):
         reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = "8"\n'])
     reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = 4\nrate = 1\n'])
+
+
+def test_at_least_checks_every_named_parameter_in_one_call() -> None:
+    from helpers.parameters import at_least
+
+    minimums = {"batch_size": 1, "trials": (2, "a 95% interval needs two trials")}
+    at_least({"batch_size": 8, "trials": 2, "other": "x"}, minimums)
+    with pytest.raises(ParameterError, match="parameter batch_size must be a positive integer, not 0"):
+        at_least({"batch_size": 0, "trials": 3}, minimums)
+    with pytest.raises(ParameterError, match="parameter trials must be at least 2, not 1: a 95% interval"):
+        at_least({"batch_size": 8, "trials": 1}, minimums)
+    with pytest.raises(ParameterError, match="parameter trials must be a positive integer, not '3'"):
+        at_least({"batch_size": 8, "trials": "3"}, minimums)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 import subprocess
 import sys
@@ -15,11 +14,12 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from helpers import embedded_data
 from helpers.paths import MNIST_TRAINING, REPO_ROOT
+from helpers.records import LoggedNotebook, NotebookResults, Record, RunFacts, RunLog
 from tools import suite
 
-SAVE_ANSWER = ("import json, os, pathlib\n"
-               "pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS'], '{name}.json')"
-               ".write_text(json.dumps({{'answer': answer}}))")
+SAVE_ANSWER = ("import os, pathlib\nfrom helpers.records import NotebookResults\n"
+               "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
+               ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
 
 
 def _notebook(path: Path, *cells: str) -> Path:
@@ -54,7 +54,7 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     executed = nbformat.read(run.executed, as_version=4)
     assert [c.source for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])] == []
     assert not executed.metadata["papermill"].get("parameters")  # nothing was handed over
-    assert run.results == {"answer": 42}  # the notebook's own default, not the stale 7
+    assert run.results.results == {"answer": 42}  # the notebook's own default, not the stale 7
     recorded = executed.metadata["papermill"]
     assert recorded["input_path"] == str(notebook)  # a path, never a copy of the notebook
     assert recorded["output_path"] == str(run.executed)
@@ -81,40 +81,72 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         recorded = executed.metadata["papermill"]
         assert recorded["parameters"] == {}
         assert recorded["output_path"] == run.executed.relative_to(REPO_ROOT).as_posix()
-        log = json.loads((out / "run.json").read_text())
-        assert (log["scale"], log["device"]) == ("full", "gpu")
-        entry = log["notebooks"]["10-paths"]
-        assert entry["parameters"] == {}
-        assert entry["command"] == "python -m tools.suite run --device gpu"
-        assert entry["commit"] == suite.git_commit() != ""
-        (out / "results" / "10-paths.json").write_text(json.dumps(
-            {"created": "2026-11-30T10:00:00+00:00", "machine": {"gpu": "X"}, "parameters": {"device": "gpu"},
-             "headline": {}, "results": {}}))
-        record = json.loads(suite.write_record(out, tmp_path / "r.json").read_text())
-        assert record["notebooks"]["10-paths"]["run"] == {
-            "scale": "full", "device": "gpu", "parameters": {},
-            "command": "python -m tools.suite run --device gpu", "commit": entry["commit"]}
+        log = RunLog.read(out)
+        assert (log.scale, log.device_asked) == ("full", "gpu")
+        entry = log.notebooks["10-paths"]
+        assert entry.parameters == {}
+        assert entry.command == "python -m tools.suite run --device gpu"
+        assert entry.commit == suite.git_commit() != ""
+        NotebookResults("10-paths", "2026-11-30T10:00:00+00:00", {"gpu": "X"}, {"device": "gpu"},
+                        {}, {}).write(out / "results")
+        record = Record.read(suite.write_record(out, tmp_path / "r.json"))
+        assert record.notebooks["10-paths"].run == RunFacts(
+            "full", "gpu", "gpu", {}, "python -m tools.suite run --device gpu", entry.commit)
+        assert record.notebooks["10-paths"].seconds == entry.seconds
     finally:
         shutil.rmtree(out)
+
+
+def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jobs=2``: each kernel is told its own results folder (no variable of the runner's own
+    environment), and the runs come back in the notebooks' order."""
+    import os
+
+    from helpers.records import RESULTS_FOLDER_VARIABLE
+
+    monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
+    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path / "notebooks")
+    (tmp_path / "notebooks").mkdir()
+    for name in ("01-a", "02-b"):
+        _notebook(tmp_path / "notebooks" / f"{name}.ipynb", "import time; time.sleep(1)",
+                  SAVE_ANSWER.format(name=name))
+    runs = suite.run_suite("auto", "full", tmp_path / "out", jobs=2)
+    assert [r.name for r in runs] == ["01-a", "02-b"] and all(r.ok for r in runs), [r.error for r in runs]
+    assert sorted(p.name for p in (tmp_path / "out" / "results").iterdir()) == ["01-a.json", "02-b.json"]
+    assert RESULTS_FOLDER_VARIABLE not in os.environ
+    assert set(RunLog.read(tmp_path / "out").notebooks) == {"01-a", "02-b"}
+
+
+def test_notebooks_side_by_side_only_at_ci_scale(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        suite.main(["run", "--jobs", "2", "--out", str(tmp_path)])  # full scale: timings kept
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     with pytest.raises(SystemExit, match="no results JSON"):
         suite.write_record(tmp_path, tmp_path / "r.json")
-    (tmp_path / "results" / "01-x.json").write_text("{}")
+    (tmp_path / "results" / "01-x.json").write_text('{"notebook": "01-x", "machine": {}}')
+    with pytest.raises(SystemExit, match="01-x.json lacks created, parameters, headline, results"):
+        suite.write_record(tmp_path, tmp_path / "r.json")
+    NotebookResults.now("01-x", {}, {"device": "cpu"}, {}, {}).write(tmp_path / "results")
     with pytest.raises(SystemExit, match="run.json is missing: a record states how each notebook was run"):
         suite.write_record(tmp_path, tmp_path / "r.json")
+    RunLog("full", "auto").write(tmp_path)
+    with pytest.raises(SystemExit, match="says nothing of 01-x"):
+        suite.write_record(tmp_path, tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(suite, "REPO_ROOT", tmp_path)
     run = tmp_path / "run"
     (run / "results").mkdir(parents=True)
-    (run / "results" / "04-x.json").write_text(json.dumps(
-        {"created": "2026-12-01T10:00:00+00:00", "machine": {"gpu": "NVIDIA H200", "gpu_count": 2},
-         "parameters": {}, "headline": {}, "results": {}}))
-    (run / "run.json").write_text(json.dumps({"scale": "full", "device": "gpu", "notebooks": {}}))
+    NotebookResults("04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2},
+                    {"device": "gpu"}, {}, {}).write(run / "results")
+    RunLog("full", "gpu", {"04-x": LoggedNotebook(1.0, True, None, {}, "x", "y")}).write(run)
     assert suite.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
     with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
         suite.write_record(run)
@@ -241,7 +273,7 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
     monkeypatch.chdir(tmp_path)
     run = suite.run_notebook(notebook, Path("build") / "run", {})
     assert run.ok, run.error
-    assert run.results == {"answer": 42}
+    assert run.results.results == {"answer": 42}
     assert (tmp_path / "build" / "run" / "results" / "08-answer.json").is_file()
     assert not (notebooks / "build").exists()
 
@@ -267,7 +299,7 @@ def test_a_full_run_says_first_how_long_it_should_take() -> None:
 
     chosen = notebooks(["01", "02"])
     column = runtimes()[False]
-    took = sum(column[n.stem][1]["notebooks"][n.stem]["seconds"] for n in chosen)
+    took = sum(column[n.stem].notebooks[n.stem].seconds for n in chosen)
     line = expected_time(chosen, "cpu", "full")
     assert line is not None and line.startswith(f"expected: about {duration(took)} for 2 notebook(s)")
     assert "a CPU only" in line

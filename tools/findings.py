@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers.benchmarking import Ratio, versus
-from tools.records import RESULTS, Found, has_gpu, machine_heading, newest_gpu_first, recorded_at
+from helpers.records import NotebookEntry, Record
+from tools.records import RESULTS, machine_heading, newest_gpu_first
 
 BLOCK = "findings"
 
@@ -50,27 +51,28 @@ class Figure:
 class Lookup:
     """Reads figures and facts of the chosen records, and remembers what one sentence used."""
 
-    chosen: dict[str, Found]
+    chosen: dict[str, Record]
     figures: list[Figure] = field(default_factory=list)
     notebooks: list[str] = field(default_factory=list)
 
-    def entry(self, notebook: str) -> dict[str, Any]:
+    def entry(self, notebook: str) -> NotebookEntry:
         if notebook not in self.chosen:
             raise ValueError(f"no record in results/ holds {notebook}: its finding cannot be written")
         if notebook not in self.notebooks:
             self.notebooks.append(notebook)
-        return self.chosen[notebook][1]["notebooks"][notebook]
+        return self.chosen[notebook].notebooks[notebook]
 
-    def record(self, notebook: str) -> Found:
+    def record(self, notebook: str) -> Record:
         self.entry(notebook)
         return self.chosen[notebook]
 
     def value(self, notebook: str, *keys: str) -> Any:
         """The value at ``keys`` of the notebook's entry (``"results", "reference_threads"``)."""
-        found: Any = self.entry(notebook)
+        entry = self.entry(notebook)
+        found: Any = {"headline": entry.headline, "results": entry.results, "parameters": entry.parameters}
         for key in keys:
             if not isinstance(found, dict) or key not in found:
-                raise ValueError(f"{self.chosen[notebook][0].name}: {notebook} records no "
+                raise ValueError(f"{self.chosen[notebook].name}: {notebook} records no "
                                  f"{'.'.join(keys)}: update tools/findings.py to what it records")
             found = found[key]
         return found
@@ -80,13 +82,13 @@ class Lookup:
         only decides a wording (another sentence shows it)."""
         found = self.value(notebook, "results", *keys)
         if not isinstance(found, dict) or not {"ratio", "ci95"} <= set(found):
-            raise ValueError(f"{self.chosen[notebook][0].name}: {notebook}'s results.{'.'.join(keys)} is "
+            raise ValueError(f"{self.chosen[notebook].name}: {notebook}'s results.{'.'.join(keys)} is "
                              "not a ratio with its interval ({\"ratio\", \"ci95\"})")
         low, high = found["ci95"]
         count = int(found.get("trials", found.get("launches", 0)))
         ratio = Ratio(float(found["ratio"]), float(low), float(high), count, paired=True)
         if shown:
-            self.figures.append(Figure(notebook, keys, self.chosen[notebook][0], ratio))
+            self.figures.append(Figure(notebook, keys, self.chosen[notebook].path, ratio))
         return ratio
 
 
@@ -107,9 +109,8 @@ SAME_KNOBS = "pipeline mode at the same knobs"
 
 
 def _resnet50(get: Lookup) -> str:
-    loader = get.ratio(NB05, "goals", R50 + "best DataLoader")
-    same = get.ratio(NB05, "goals", R50 + "pipeline mode, same knobs")
-    ceiling = get.ratio(NB05, "goals", R50 + "ceiling")
+    loader, same, ceiling = (get.ratio(NB05, "goals", R50 + against)
+                             for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling"))
     size = get.value(NB05, "parameters", "image_size")
     return (f"feeding ResNet-50 ({size}px crops), dynamic mode at its best was "
             f"{versus(loader, 'the best torch DataLoader')} and {versus(same, SAME_KNOBS)}, reaching "
@@ -163,20 +164,19 @@ def _cpu_time(get: Lookup) -> str:
 
 
 def _resumable(get: Lookup) -> str:
+    against = {"capture": "capture mode without them", "eager + checkpoints": "eager mode with checkpoints"}
     resumable = "capture, epoch readers + checkpoints / "
-    plain = get.ratio(NB06, "benchmark", "ratios", resumable + "capture")
-    eager = get.ratio(NB06, "benchmark", "ratios", resumable + "eager + checkpoints")
-    return (f"resumable capture mode (a reader per epoch, checkpoints) was "
-            f"{versus(plain, 'capture mode without them')} and "
-            f"{versus(eager, 'eager mode with checkpoints')}.")
+    words = [versus(get.ratio(NB06, "benchmark", "ratios", resumable + key), other)
+             for key, other in against.items()]
+    return f"resumable capture mode (a reader per epoch, checkpoints) was {' and '.join(words)}."
 
 
 def _scaling(get: Lookup) -> str:
     processes = get.value(NB04, "headline", "processes")
     weak = get.ratio(NB04, "goals", "weak scaling (all processes / 1 process)")
-    _, record = get.record(NB04)
-    machine = record.get("machine", {})
-    where = (f"on {machine.get('gpu_count') or 1} GPUs" if has_gpu(record)
+    record = get.record(NB04)
+    machine = record.machine
+    where = (f"on {machine.get('gpu_count') or 1} GPUs" if record.has_gpu
              else f"on {machine.get('cpu_count', '?')} CPU cores (no GPU run of 04 yet)")
     return f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."
 
@@ -229,7 +229,7 @@ def findings(results_dir: Path = RESULTS) -> list[Finding]:
     for topic, write in SENTENCES:
         get = Lookup(chosen)
         text = write(get)
-        names = tuple(dict.fromkeys(chosen[n][0].name for n in get.notebooks))
+        names = tuple(dict.fromkeys(chosen[n].name for n in get.notebooks))
         found.append(Finding(topic, text, tuple(get.notebooks), names, tuple(get.figures)))
     return found
 
@@ -238,10 +238,9 @@ def render_findings(results_dir: Path = RESULTS, prefix: str = "") -> str:
     """The README's block (Markdown): where the figures come from, then a bullet per finding."""
     found = findings(results_dir)
     chosen = newest_gpu_first(results_dir)
-    used = {chosen[n][0].name: chosen[n] for f in found for n in f.notebooks}
-    sources = "; ".join(f"[{name}]({prefix}results/{name}) ({machine_heading(record.get('machine', {}))}, "
-                        f"{record.get('date') or recorded_at(record, path).date().isoformat()})"
-                        for name, (path, record) in used.items())
+    used = {chosen[n].name: chosen[n] for f in found for n in f.notebooks}
+    sources = "; ".join(f"[{name}]({prefix}results/{name}) ({machine_heading(record.machine)}, {record.date})"
+                        for name, record in used.items())
     intro = ("Ratios with 95% intervals in brackets, worded by the interval, from each notebook's newest "
              f"record with a GPU, else without: {sources}.")
     outro = "Generated by `python -m tools.results_table`; a test keeps it in step."

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
+from helpers.records import Record
 from tools import readme_blocks
-from tools.records import has_gpu, machine_heading, newest_per_notebook, records, run_facts
+from tools.records import machine_heading, newest_per_notebook, records
 
 BLOCK = "inventory"
 KEY = "dali_tutorials"
@@ -64,12 +65,12 @@ def read_entry(path: Path) -> Entry:
     return Entry(path=path, title=meta["title"], learn=meta["learn"], needs_gpu=meta["needs_gpu"])
 
 
-def runtimes(root: Path = REPO_ROOT) -> dict[bool, dict[str, tuple[Path, dict[str, Any]]]]:
-    """``{has a GPU: {notebook: (path, record)}}``: for each notebook the newest record made at
-    full scale (every notebook's ``run.scale``) on such a machine that holds it."""
-    full = [(p, r) for p, r in records(root / "results") if r.get("notebooks")
-            and all(run_facts(e)["scale"] == "full" for e in r["notebooks"].values())]
-    return {gpu: newest_per_notebook([(p, r) for p, r in full if has_gpu(r) == gpu]) for gpu in (False, True)}
+def runtimes(root: Path = REPO_ROOT) -> dict[bool, dict[str, Record]]:
+    """``{has a GPU: {notebook: record}}``: for each notebook the newest record made at full scale
+    (every notebook's ``run.scale``) on such a machine that holds it."""
+    full = [r for r in records(root / "results") if r.notebooks
+            and all(e.run.scale == "full" for e in r.notebooks.values())]
+    return {gpu: newest_per_notebook([r for r in full if r.has_gpu == gpu]) for gpu in (False, True)}
 
 
 def duration(seconds: float | None) -> str:
@@ -87,11 +88,11 @@ def render_inventory(root: Path = REPO_ROOT) -> str:
     found = runtimes(root)
     columns = [found[False], found[True]]  # without a GPU, with one
 
-    def seconds(column: dict[str, tuple[Path, dict[str, Any]]], notebook: str) -> float | None:
-        return column[notebook][1]["notebooks"][notebook].get("seconds") if notebook in column else None
+    def seconds(column: dict[str, Record], notebook: str) -> float | None:
+        return column[notebook].notebooks[notebook].seconds if notebook in column else None
 
-    used = [{path.name: (path, record) for path, record in column.values()} for column in columns]
-    machines = [dict.fromkeys(machine_heading(r.get("machine", {})) for _, r in u.values()) for u in used]
+    used = [{record.name: record for record in column.values()} for column in columns]
+    machines = [dict.fromkeys(machine_heading(r.machine) for r in u.values()) for u in used]
     heading = " / ".join(" or ".join(m) or "—" for m in machines)
     lines = [f"| # | Notebook | What you learn to do | Needs a GPU? | Runtime: {heading} |",
              "|---|---|---|---|---|"]

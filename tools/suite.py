@@ -15,23 +15,9 @@ on this machine, so `make test-gpu` on a GPU machine injects nothing (papermill 
 injected cell) and the executed notebooks run exactly as a reader's copy does.
 
 A record (``results/*.json``, written by :func:`write_record`: `make bench`, or
-``record --run DIR`` for any run folder) holds the facts that the README's tables read, so that
-nothing is guessed from a file name::
-
-    {"machine": {...machine_info()...}, "date": "YYYY-MM-DD",
-     "notebooks": {"<notebook stem>": {
-         "created", "parameters", "headline", "results": what the notebook saved
-             ("parameters": every parameter it ran with, ``device`` as it resolved it),
-         "seconds": its wall time,
-         "run": {"scale": "full" | "ci" | "bench",
-                 "device": "auto" | "cpu" | "gpu" (what the runner was asked for),
-                 "parameters": {...} (what papermill was handed on top of the defaults),
-                 "command": "python -m tools.suite run ..." (the runner's command line),
-                 "commit": "<git commit>[-dirty]", or "unknown" outside a git checkout}}}}
-
-Records written before these facts were kept had ``run`` filled in once from the commit that
-added them (``run.filled_in`` says so); a record without ``run`` reads as scale, device and
-command "unknown" (``tools.records.run_facts``).
+``record --run DIR`` for any run folder) gathers what the notebooks saved and ``run.json`` into
+the facts that the README's tables read, so that nothing is guessed from a file name: its format,
+and the classes that write and read all three files, are in ``helpers.records``.
 """
 
 from __future__ import annotations
@@ -40,25 +26,34 @@ import argparse
 import ast
 import datetime as _dt
 import itertools
-import json
 import os
 import platform
 import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import papermill
+from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 
 from helpers.benchmarking import machine_label
 from helpers.devices import GPUUnavailableError, resolve_device
 from helpers.parameters import ParameterError, check_known
 from helpers.paths import REPO_ROOT, relative
+from helpers.records import (
+    RESULTS_FOLDER_VARIABLE,
+    LoggedNotebook,
+    NotebookResults,
+    Record,
+    RecordError,
+    RunLog,
+)
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
@@ -80,7 +75,7 @@ class NotebookRun:
     results_file: Path
     seconds: float = 0.0
     error: str | None = None
-    results: dict[str, Any] = field(default_factory=dict)
+    results: NotebookResults | None = None
 
     @property
     def ok(self) -> bool:
@@ -245,6 +240,20 @@ def _record_paths(executed: Path, notebook: Path) -> None:
     nbformat.write(node, executed)
 
 
+def kernel_with_results_folder(folder: Path) -> type[AsyncKernelManager]:
+    """The kernel manager class that papermill (nbclient) starts the kernel with: the kernel's
+    environment names ``folder`` as the one its notebook saves its results to
+    (``helpers.records.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
+    changed and notebooks run side by side each write to their own folder."""
+
+    class WithResultsFolder(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:
+            kw["env"] = {**kw.get("env", os.environ), RESULTS_FOLDER_VARIABLE: str(folder)}
+            await super().start_kernel(**kw)
+
+    return WithResultsFolder
+
+
 def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> NotebookRun:
     """Execute one notebook into ``out_dir``; an error is recorded, not raised."""
     out_dir = out_dir.resolve()  # the kernel runs in the notebook's folder: hand it no relative path
@@ -253,24 +262,19 @@ def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> N
     run.executed.parent.mkdir(parents=True, exist_ok=True)
     run.results_file.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    previous = os.environ.get("DALI_TUTORIALS_RESULTS")
-    os.environ["DALI_TUTORIALS_RESULTS"] = str(run.results_file.parent)
     try:
         check_known(declared_parameters(notebook), parameters, notebook.name)
         papermill.execute_notebook(_source_for_papermill(notebook, out_dir), run.executed,
                                    parameters=parameters, cwd=notebook.parent,
                                    kernel_name=KERNEL, progress_bar=False,
-                                   extra_arguments=KERNEL_ARGUMENTS)
-        run.results = json.loads(run.results_file.read_text())
+                                   extra_arguments=KERNEL_ARGUMENTS,
+                                   kernel_manager_class=kernel_with_results_folder(run.results_file.parent))
+        run.results = NotebookResults.read(run.results_file)
     except ParameterError as error:
         run.error = str(error)
     except Exception as error:  # a failing cell, or a kernel that died
         run.error = _describe_failure(error)
     finally:
-        if previous is None:
-            os.environ.pop("DALI_TUTORIALS_RESULTS", None)
-        else:
-            os.environ["DALI_TUTORIALS_RESULTS"] = previous
         if run.executed.is_file():
             _record_paths(run.executed, notebook)
         run.seconds = time.perf_counter() - start
@@ -288,12 +292,12 @@ def summary(runs: list[NotebookRun], out_dir: Path) -> str:
     for run in runs:
         status = "ok" if run.ok else "FAILED"
         headline = ", ".join(f"{k} {_format_value(v)}" for k, v in
-                             run.results.get("headline", {}).items())
+                             (run.results.headline if run.results else {}).items())
         lines.append(f"{run.name:<22} {status:<7} {run.seconds:>6.0f}s  {headline}")
         if not run.ok:
             lines.append(f"    {run.error}")
             lines.append(f"    executed copy kept for inspection: {relative(run.executed)}")
-    machine = next((r.results["machine"] for r in runs if r.results), None)
+    machine = next((r.results.machine for r in runs if r.results), None)
     if machine:
         lines.append(f"\nmachine: {machine.get('gpu') or 'no GPU'}; CPU {machine['cpu']} "
                      f"x{machine['cpu_count']}; DALI {machine['dali']}, torch {machine['torch']}")
@@ -357,7 +361,7 @@ def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
     if device == "auto":
         device = resolve_device("auto")
     column = runtimes()[device == "gpu"]
-    seconds = [column[n.stem][1]["notebooks"][n.stem].get("seconds") for n in chosen if n.stem in column]
+    seconds = [column[n.stem].notebooks[n.stem].seconds for n in chosen if n.stem in column]
     known = [s for s in seconds if s]
     if not known:
         return None
@@ -369,13 +373,13 @@ def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
 
 
 def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None,
-              command: str | None = None) -> list[NotebookRun]:
-    """Run the notebooks one by one into ``out_dir``; ``run.json`` there records how (scale,
+              command: str | None = None, jobs: int = 1) -> list[NotebookRun]:
+    """Run the notebooks into ``out_dir``, ``jobs`` at a time (1 for any run whose figures are
+    kept: notebooks side by side share the machine); ``run.json`` there records how (scale,
     device, command, commit) and, as each one finishes, its parameters, wall time and status.
     Every notebook's parameters are checked before the first one starts. A run of some
     notebooks (``only``) into the folder of an earlier run with the same scale and device adds
     to its ``run.json``."""
-    runs = []
     chosen = notebooks(only)
     parameters = {p: parameters_for(p, scale, device) for p in chosen}
     for notebook, given in parameters.items():  # before any kernel starts
@@ -383,64 +387,49 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
             check_known(declared_parameters(notebook), given, notebook.name)
         except ParameterError as error:
             raise SystemExit(f"error: {error}") from None
-    log_file = out_dir / "run.json"
-    log: dict[str, Any] = {"scale": scale, "device": device, "notebooks": {}}
-    if log_file.is_file():
-        earlier = json.loads(log_file.read_text())
-        if (earlier.get("scale"), earlier.get("device")) == (scale, device):
+    log = RunLog(scale, device)
+    if (out_dir / RunLog.FILE).is_file():
+        earlier = RunLog.read(out_dir)
+        if (earlier.scale, earlier.device_asked) == (scale, device):
             log = earlier
     facts = {"command": command or command_line(), "commit": git_commit()}
     expected = expected_time(chosen, device, scale)
     if expected:
         print(expected, flush=True)
-    for notebook in chosen:
+
+    def run_one(notebook: Path) -> NotebookRun:
         print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
-        run = run_notebook(notebook, out_dir, parameters[notebook])
-        print(f"  {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
-        runs.append(run)
-        log["notebooks"][run.name] = {"seconds": round(run.seconds, 1), "ok": run.ok, "error": run.error,
-                                      "parameters": parameters[notebook], **facts}
-        log_file.write_text(json.dumps(log, indent=2) + "\n")
-    return runs
+        return run_notebook(notebook, out_dir, parameters[notebook])
+
+    runs: dict[Path, NotebookRun] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:  # papermill waits on its kernel: threads do
+        started = {pool.submit(run_one, notebook): notebook for notebook in chosen}
+        for done in as_completed(started):
+            notebook, run = started[done], done.result()
+            print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
+            runs[notebook] = run
+            log.notebooks[run.name] = LoggedNotebook(round(run.seconds, 1), run.ok, run.error,
+                                                     parameters[notebook], **facts)
+            log.write(out_dir)
+    return [runs[notebook] for notebook in chosen]
 
 
 def write_record(run_dir: Path, path: Path | None = None) -> Path:
-    """Gather one run folder (``<run>/results/*.json``, and ``<run>/run.json``: how it was run
-    and the wall times) into one record, by default ``results/<machine>[-x<GPUs>]-<date>.json``
-    (never over an existing one): what `make bench` keeps and the README's tables read (the
-    format is in this module's docstring)."""
-    results = run_dir / "results"
-    documents = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
-    if not documents:
-        raise SystemExit(f"no results JSON in {results}")
-    log_file = run_dir / "run.json"
-    if not log_file.is_file():
-        raise SystemExit(f"{log_file} is missing: a record states how each notebook was run, which "
-                         "`python -m tools.suite run` writes there")
-    log = json.loads(log_file.read_text())
-    machine = next(iter(documents.values()))["machine"]
-    date = min(d["created"] for d in documents.values())[:10]
+    """Gather one run folder (what its notebooks saved, and ``run.json``) into one record
+    (:meth:`helpers.records.Record.gather`), by default ``results/<machine>[-x<GPUs>]-<date>.json``
+    (never over an existing one): what `make bench` keeps and the README's tables read."""
+    try:
+        record = Record.gather(run_dir)
+    except RecordError as error:
+        raise SystemExit(str(error)) from None
     if path is None:
-        gpus = machine.get("gpu_count") or 0
-        label = machine_label(machine) + (f"-x{gpus}" if gpus > 1 else "")
-        path = REPO_ROOT / "results" / f"{label}-{date}.json"
+        gpus = record.machine.get("gpu_count") or 0
+        label = machine_label(record.machine) + (f"-x{gpus}" if gpus > 1 else "")
+        path = REPO_ROOT / "results" / f"{label}-{record.date}.json"
         if path.exists():
             raise SystemExit(f"{relative(path)} exists: name another file with `python -m tools.suite record "
                              f"--run {relative(run_dir)} --to FILE` (the run folder is kept)")
-    notebooks_: dict[str, Any] = {}
-    for name, document in documents.items():
-        entry = log["notebooks"].get(name, {})
-        notebooks_[name] = {**{k: document[k] for k in ("created", "parameters", "headline", "results")},
-                            "seconds": entry.get("seconds"),
-                            "run": {"scale": log.get("scale", "unknown"),
-                                    "device": log.get("device", "unknown"),
-                                    "parameters": entry.get("parameters", {}),
-                                    "command": entry.get("command", "unknown"),
-                                    "commit": entry.get("commit", "unknown")}}
-    record = {"machine": machine, "date": date, "notebooks": notebooks_}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    return path
+    return record.write(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -451,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="parameter set (default: full for run, bench for bench)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: new)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="run: notebooks at a time (default 1; more only at scale ci: notebooks side "
+                             "by side share the machine, so their timings are not kept)")
     parser.add_argument("--run", type=Path, help="record: the run folder to gather")
     parser.add_argument("--to", type=Path, help="record: the file to write; copy: the folder")
     parser.add_argument("--fresh", action="store_true", help="copy: replace existing copies")
@@ -478,7 +470,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     out_dir = args.out or default_out_dir(args.command)
-    runs = run_suite(args.device, scale, out_dir, args.only, command_line(argv))
+    if args.jobs < 1 or (args.jobs > 1 and (args.command == "bench" or scale != "ci")):
+        parser.error("--jobs N: N >= 1, and more than 1 only with `run --scale ci` (notebooks side by "
+                     "side share the machine: their timings would not be worth keeping)")
+    runs = run_suite(args.device, scale, out_dir, args.only, command_line(argv), args.jobs)
     print(summary(runs, out_dir))
     if args.command == "bench" and all(r.ok for r in runs):
         print(f"bench record: {relative(write_record(out_dir))}")

@@ -1,0 +1,230 @@
+"""The suite's records, typed: the one definition of their format.
+
+Two files, and the log between them:
+
+* :class:`NotebookResults`: what a notebook saves when it ends
+  (``helpers.benchmarking.save_results``): the machine, every parameter it ran with (``device`` as
+  it resolved it), its headline figures and its results;
+* :class:`RunLog`: ``run.json`` of a run folder, which the runner (``tools.suite``) writes as each
+  notebook ends: the scale, the device asked for, and per notebook its wall time, status, the
+  parameters handed to papermill, the command and the commit;
+* :class:`Record`: a file of ``results/``, one run's notebooks gathered from both
+  (``python -m tools.suite record``, or ``make bench``), which the README's tables, the inventory,
+  the findings and the tests read::
+
+      {"machine": {...}, "date": "YYYY-MM-DD",
+       "notebooks": {"<notebook stem>": {
+           "created", "parameters", "headline", "results", "seconds",
+           "run": {"scale": "full" | "ci" | "bench", "device_asked": "auto" | "cpu" | "gpu",
+                   "device": "cpu" | "gpu" (as the notebook resolved it),
+                   "parameters": {...} (handed to papermill), "command", "commit"}}}}
+
+Reading checks the shape: a missing field is an error that names the file and the field, never a
+guess. ``results/seed.json`` (what DALI's own tutorials printed) is not a record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCALES = ("full", "ci", "bench")
+# the environment variable of a notebook's kernel that names the folder its results go to: the
+# runner (tools.suite) starts each kernel with it, helpers.benchmarking.save_results reads it
+RESULTS_FOLDER_VARIABLE = "DALI_TUTORIALS_RESULTS"
+DEVICES_ASKED = ("auto", "cpu", "gpu")
+
+
+class RecordError(ValueError):
+    """A file that is not a record of this format; the message names the file and what is wrong."""
+
+
+def _fields(cls: type, data: Any, where: str) -> dict[str, Any]:
+    """The dataclass's fields out of ``data``, every one present (those with defaults optional)."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: expected an object, found {type(data).__name__}")
+    needed = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
+    missing = [name for name in needed if name not in data]
+    if missing:
+        raise RecordError(f"{where} lacks {', '.join(missing)}: write it with `python -m tools.suite record`")
+    return {f.name: data[f.name] for f in fields(cls) if f.init and f.name in data}
+
+
+def write_json(path: Path, document: Any) -> Path:
+    """``document`` as JSON at ``path``, atomically: a reader finds the whole file or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{path.name} is not JSON ({error})") from None
+
+
+@dataclass
+class NotebookResults:
+    """What a notebook saved: ``<results folder>/<notebook>.json``."""
+
+    notebook: str
+    created: str
+    machine: dict[str, Any]
+    parameters: dict[str, Any]
+    headline: dict[str, Any]
+    results: dict[str, Any]
+
+    @classmethod
+    def now(cls, notebook: str, machine: dict[str, Any], parameters: dict[str, Any],
+            headline: dict[str, Any], results: dict[str, Any]) -> NotebookResults:
+        created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        return cls(notebook, created, machine, parameters, headline, results)
+
+    @classmethod
+    def read(cls, path: Path) -> NotebookResults:
+        return cls(**_fields(cls, _read_json(path), path.name))
+
+    def write(self, folder: Path) -> Path:
+        return write_json(Path(folder) / f"{self.notebook}.json", asdict(self))
+
+
+@dataclass
+class LoggedNotebook:
+    """One notebook's line in ``run.json``."""
+
+    seconds: float
+    ok: bool
+    error: str | None
+    parameters: dict[str, Any]
+    command: str
+    commit: str
+
+
+@dataclass
+class RunLog:
+    """``run.json`` of a run folder: how the runner was asked to run, and each notebook's end."""
+
+    scale: str
+    device_asked: str
+    notebooks: dict[str, LoggedNotebook] = field(default_factory=dict)
+
+    FILE = "run.json"
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunLog:
+        path = run_dir / cls.FILE
+        if not path.is_file():
+            raise RecordError(f"{path} is missing: a record states how each notebook was run, which "
+                              "`python -m tools.suite run` writes there")
+        data = _fields(cls, _read_json(path), str(path))
+        data["notebooks"] = {name: LoggedNotebook(**_fields(LoggedNotebook, entry, f"{path}: {name}"))
+                             for name, entry in data.get("notebooks", {}).items()}
+        return cls(**data)
+
+    def write(self, run_dir: Path) -> Path:
+        return write_json(run_dir / self.FILE, asdict(self))
+
+
+@dataclass
+class RunFacts:
+    """How a notebook of a record was run."""
+
+    scale: str
+    device_asked: str
+    device: str
+    parameters: dict[str, Any]
+    command: str
+    commit: str
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES or self.device_asked not in DEVICES_ASKED or \
+                self.device not in ("cpu", "gpu"):
+            raise RecordError(f"run facts out of range: scale {self.scale!r} (one of {SCALES}), "
+                              f"device_asked {self.device_asked!r}, device {self.device!r} (cpu or gpu)")
+
+
+@dataclass
+class NotebookEntry:
+    """One notebook of a record."""
+
+    created: str
+    parameters: dict[str, Any]
+    headline: dict[str, Any]
+    results: dict[str, Any]
+    seconds: float | None
+    run: RunFacts
+
+
+@dataclass
+class Record:
+    """A file of ``results/``: one run's notebooks on one machine."""
+
+    machine: dict[str, Any]
+    date: str
+    notebooks: dict[str, NotebookEntry]
+    path: Path | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, path: Path | None = None) -> Record:
+        top = _fields(cls, data, where)
+        notebooks = {}
+        for name, entry in top["notebooks"].items():
+            at = f"{where}: notebooks.{name}"
+            values = _fields(NotebookEntry, entry, at)
+            values["run"] = RunFacts(**_fields(RunFacts, values["run"], f"{at}.run"))
+            notebooks[name] = NotebookEntry(**values)
+        return cls(top["machine"], top["date"], notebooks, path)
+
+    @classmethod
+    def read(cls, path: Path) -> Record:
+        try:
+            return cls.from_json(_read_json(path), path.name, path)
+        except TypeError as error:  # a field of the wrong kind
+            raise RecordError(f"{path.name}: {error}") from None
+
+    @classmethod
+    def gather(cls, run_dir: Path) -> Record:
+        """A run folder (``results/*.json`` that the notebooks saved, ``run.json``) as one record."""
+        saved = [NotebookResults.read(p) for p in sorted((run_dir / "results").glob("*.json"))]
+        if not saved:
+            raise RecordError(f"no results JSON in {run_dir / 'results'}")
+        log = RunLog.read(run_dir)
+        notebooks = {}
+        for document in saved:
+            logged = log.notebooks.get(document.notebook)
+            if logged is None:
+                raise RecordError(f"{run_dir / RunLog.FILE} says nothing of {document.notebook}: "
+                                  "gather only the folders of `python -m tools.suite run`")
+            run = RunFacts(log.scale, log.device_asked, str(document.parameters.get("device")),
+                           logged.parameters, logged.command, logged.commit)
+            notebooks[document.notebook] = NotebookEntry(document.created, document.parameters,
+                                                         document.headline, document.results,
+                                                         logged.seconds, run)
+        return cls(saved[0].machine, min(d.created for d in saved)[:10], notebooks)
+
+    def write(self, path: Path) -> Path:
+        document = asdict(self)
+        document.pop("path")
+        self.path = path
+        return write_json(path, document)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.machine.get("gpu_count") or self.machine.get("gpu"))
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else "(not written)"
+
+    def recorded_at(self) -> dt.datetime:
+        """When the record was made: the latest ``created`` of its notebooks."""
+        times = [dt.datetime.fromisoformat(e.created) for e in self.notebooks.values()] or \
+            [dt.datetime.fromisoformat(self.date)]
+        return max(t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc) for t in times)

@@ -1,0 +1,148 @@
+"""The training scripts of notebooks 04 and 06 (notebooks/scripts) and what they share
+(helpers.distributed), in this process: their refusals of what cannot work, with what to do; a
+folder of checkpoints never overwritten; a resume at an epoch boundary."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from helpers import checkpointing
+from helpers.data_sources import locate_data
+from helpers.devices import gpu_available
+from helpers.distributed import script_main
+from helpers.lmdb_subset import first_records
+from helpers.paths import REPO_ROOT
+from helpers.torchrun import (
+    LaunchError,
+    run_torchrun,
+)
+
+TRAIN_DDP = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
+TRAIN_RESUMABLE = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
+
+
+# --- the script's refusals ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def train_ddp():
+    spec = importlib.util.spec_from_file_location("train_ddp", TRAIN_DDP)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment torchrun gives a single process."""
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+                        "LOCAL_WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_script_outside_torchrun_says_how_to_launch(train_ddp, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu"]) == 2
+    assert "launch this script with torchrun" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
+def test_nccl_without_gpus_says_use_cpu(train_ddp, one_rank, capsys) -> None:
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "gpu"]) == 2
+    assert "Use --device cpu" in capsys.readouterr().err
+
+
+def test_nccl_with_cpu_device_says_use_gloo(train_ddp, one_rank, capsys) -> None:
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu", "--backend", "nccl"]) == 2
+    assert "Use --backend gloo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--epochs", "1"], "--epochs must be at least 2"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_script_rejects_bad_numbers(train_ddp, one_rank, capsys, argv, message) -> None:
+    assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.notebook  # a real launch: slow like a notebook run
+def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -> None:
+    tiny = first_records(locate_data(verbose=False).mnist_training, tmp_path / "one", 1)
+    out = tmp_path / "results.json"
+    with pytest.raises(LaunchError) as failed:
+        run_torchrun(TRAIN_DDP, ["--data", tiny, "--device", "cpu", "--epochs", "2",
+                              "--num-threads", "1", "--out", out], 2, timeout=180, echo=False)
+    message = str(failed.value)
+    assert "the data set has 1 record(s), fewer than the 2 processes" in message
+    assert "Use at most 1 processes" in message and message.count("fewer than") == 1
+    assert failed.value.launches[0].returncode != 0 and not out.exists()
+    assert not list(tmp_path.glob(".results.json.tmp*"))
+
+
+# --- the script, in this process -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("train_resumable", TRAIN_RESUMABLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory) -> Path:
+    """256 records: 4 steps of 64 per epoch."""
+    return first_records(locate_data(verbose=False).mnist_training,
+                         tmp_path_factory.mktemp("data") / "training", 256)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--every", "3"], "--every N needs --checkpoints DIR"),
+    (["--resume", "--every", "0"], "--resume needs --checkpoints DIR"),
+    (["--mode", "capture-plain", "--every", "3", "--checkpoints", "x"], "cannot checkpoint"),
+    (["--every", "-1"], "--every must be 0"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_the_script_refuses_bad_arguments_with_what_to_do(script, small_data, capsys, extra,
+                                                           message) -> None:
+    assert script_main(script.run, ["--data", str(small_data), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error (rank 0): ") and message in err
+
+
+def test_the_script_refuses_a_folder_that_is_not_an_lmdb(script, tmp_path, capsys) -> None:
+    assert script_main(script.run, ["--data", str(tmp_path), "--every", "0"]) == 2
+    assert "is not an LMDB folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_folder_with_checkpoints_is_not_overwritten_without_resume(script, small_data,
+                                                                      tmp_path) -> None:
+    folder = tmp_path / "checkpoints"
+    checkpointing.save(folder, 5, {"model.pt": b"mine"}, {"data": "elsewhere"})
+    with pytest.raises(script.UsageError, match="already holds checkpoints: pass --resume"):
+        script.run(["--data", str(small_data), "--checkpoints", str(folder), "--every", "2",
+                    "--quiet"])
+    assert (folder / "step-00000005" / "model.pt").read_bytes() == b"mine"
+
+
+@pytest.mark.slow
+def test_capture_mode_resumes_exactly_at_an_epoch_boundary(script, small_data, tmp_path) -> None:
+    common = ["--data", str(small_data), "--mode", "capture", "--num-threads", "1", "--quiet"]
+    reference = script.run([*common, "--epochs", "3", "--every", "0"])
+    folder = tmp_path / "checkpoints"
+    first = script.run([*common, "--epochs", "2", "--every", "4", "--checkpoints", str(folder)])
+    assert [s for s, _ in checkpointing.checkpoints(folder)] == [4]  # the end of epoch 0
+    resumed = script.run([*common, "--epochs", "3", "--every", "4", "--checkpoints", str(folder),
+                          "--resume"])
+    assert resumed["resumed"]["step"] == 4 and resumed["fast_forward_batches"] == 0
+    assert resumed["losses"] == reference["losses"]
+    assert resumed["weights_sha256"] == reference["weights_sha256"]
+    assert first["losses"][0] == reference["losses"][0][:8]
+
+

@@ -1,0 +1,48 @@
+"""helpers.video_clips: clips cut as DALI's video readers cut them, and PyAV decoding the frames
+of the clip it is asked for, on the small embedded VP9 set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers.video_clips import PyAVClips, clip_list, clip_span, clip_starts, decoded_frames, read_clip
+
+
+def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
+    assert clip_span(8, 2) == 15
+    assert clip_starts(64, 8, 2, 16) == [0, 16, 32, 48]
+    assert clip_starts(64, 16, 2, 16) == [0, 16, 32]  # a clip of 31 frames from 48 would not fit
+    assert clip_starts(10, 8, 2, 16) == []
+    assert len(clip_starts(64, 8, 2, 1)) == 49  # DALI 2.4: start + stride x frames <= 64, not the span
+    assert clip_starts(64, 16, 1, 16) == [0, 16, 32, 48]
+    assert decoded_frames(16, 8, 2, [0, 16, 32]) == 15  # starts on a keyframe
+    assert decoded_frames(20, 8, 2, [0, 16, 32]) == 19  # 4 frames before the clip, from keyframe 16
+    clips = clip_list([Path("a.mp4"), Path("b.mp4")], [0, 1], [64, 32], clip_frames=8, stride=2, step=16)
+    assert [(c.path.name, c.label, c.start) for c in clips] == [
+        ("a.mp4", 0, 0), ("a.mp4", 0, 16), ("a.mp4", 0, 32), ("a.mp4", 0, 48),
+        ("b.mp4", 1, 0), ("b.mp4", 1, 16)]
+
+
+@pytest.mark.slow
+def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> None:
+    from helpers.embedded_video import build_video_set, load_video_set
+
+    videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
+                                            per_class=1))
+    path = videos.files[0]
+    whole = read_clip(path, 0, 16, 1)
+    assert whole.shape == (16, 64, 96, 3) and whole.dtype == np.uint8
+    clip = read_clip(path, 3, 4, 2)  # frames 3, 5, 7, 9: seeking back to keyframe 0, then 8
+    assert np.array_equal(clip, whole[3:10:2])
+    small = read_clip(path, 0, 2, 1, size=(32, 24))
+    assert small.shape == (2, 24, 32, 3)
+    with pytest.raises(ValueError, match="shorter than the clip"):
+        read_clip(path, 10, 4, 2)  # frames 10-16: past the end
+    dataset = PyAVClips(clip_list([path], [3], [16], clip_frames=4, stride=2, step=8), clip_frames=4,
+                        stride=2, size=(32, 24))
+    assert len(dataset) == 2
+    frames, label = dataset[1]
+    assert tuple(frames.shape) == (4, 24, 32, 3) and label == 3
