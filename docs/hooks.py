@@ -43,17 +43,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup
+from bs4 import Tag
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File
+from mkdocs.structure.files import Files
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 try:
-    from tools.inventory import notebook_paths, render_inventory
+    from tools.inventory import notebook_paths
+    from tools.inventory import render_inventory
     from tools.readme_blocks import replace_block
-    from tools.results_table import render_goals_table, render_notebook_tables, render_published_comparison
+    from tools.results_table import render_goals_table
+    from tools.results_table import render_notebook_tables
+    from tools.results_table import render_published_comparison
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err

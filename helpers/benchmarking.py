@@ -28,14 +28,18 @@ import os
 import platform
 import statistics
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from helpers.devices import gpu_count
 from helpers.paths import REPO_ROOT
-from helpers.records import RESULTS_FOLDER_VARIABLE, NotebookResults
+from helpers.records import RESULTS_FOLDER_VARIABLE
+from helpers.records import NotebookResults
 
 NOISY_CV = 0.10  # a configuration whose trials vary more than this is flagged
 CONFIDENCE = 0.95

@@ -20,10 +20,12 @@ once that it cannot check, lets the loop run, and ``guard.checked`` stays ``Fals
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -59,7 +61,8 @@ class EagerCall:
 
 def _capture_module() -> Any | None:
     try:
-        from nvidia.dali.experimental.dynamic import _capture, _source_analysis
+        from nvidia.dali.experimental.dynamic import _capture
+        from nvidia.dali.experimental.dynamic import _source_analysis
 
         _capture.CaptureContext.current  # noqa: B018  (the private API this guard reads)
         _capture.CaptureContext.record  # noqa: B018
@@ -179,7 +182,8 @@ class CaptureGuard:
                           "capture context the guard reads; the loop runs unchecked.", stacklevel=2)
             yield from batches
             return
-        from nvidia.dali.experimental.dynamic._capture import CaptureContext, State
+        from nvidia.dali.experimental.dynamic._capture import CaptureContext
+        from nvidia.dali.experimental.dynamic._capture import State
 
         iterator = iter(batches)
         step, context = 0, None

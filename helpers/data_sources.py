@@ -14,7 +14,11 @@ from typing import Any
 
 from helpers import embedded_data
 from helpers.errors import ParameterError
-from helpers.paths import MNIST_TESTING, MNIST_TRAINING, REPO_ROOT, default_data_dir, relative
+from helpers.paths import MNIST_TESTING
+from helpers.paths import MNIST_TRAINING
+from helpers.paths import REPO_ROOT
+from helpers.paths import default_data_dir
+from helpers.paths import relative
 
 __all__ = ["REPO_ROOT", "DataSourceError", "DataSources", "ImageFolder", "PhotoSet",
            "batch_files", "check_decodable", "check_image_folder", "dali_extra_from_env",
@@ -270,7 +274,8 @@ def check_decodable(files: Iterable[str | Path]) -> None:
     fails, with the reason: call it with the files of a batch DALI failed to decode
     (``batch_files``). Returns quietly when all decode, for the caller to re-raise DALI's
     error (the fault is then elsewhere). About a millisecond a photo: for a batch, not a folder."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
+    from PIL import UnidentifiedImageError
 
     broken = []
     for file in map(Path, files):

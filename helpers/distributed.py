@@ -11,7 +11,8 @@ import datetime
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import nvidia.dali.experimental.dynamic as ndd

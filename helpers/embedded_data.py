@@ -31,7 +31,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,10 @@ from filelock import FileLock
 from PIL import Image
 
 from helpers.caffe2_records import encode_record
-from helpers.paths import MNIST_TESTING, MNIST_TRAINING, default_data_dir, relative
+from helpers.paths import MNIST_TESTING
+from helpers.paths import MNIST_TRAINING
+from helpers.paths import default_data_dir
+from helpers.paths import relative
 
 MANIFEST = "MANIFEST.json"
 MNIST_RECORDS = 60_000

@@ -16,7 +16,8 @@ import argparse
 import hashlib
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,18 +25,17 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from helpers.embedded_data import (
-    _build_lock,
-    _check_replaceable,
-    _commit,
-    _fresh_tmp,
-    _remove_stale_builds,
-    build_photos,
-    is_complete,
-    photo_set_sources,
-    read_manifest,
-)
-from helpers.paths import default_data_dir, relative
+from helpers.embedded_data import _build_lock
+from helpers.embedded_data import _check_replaceable
+from helpers.embedded_data import _commit
+from helpers.embedded_data import _fresh_tmp
+from helpers.embedded_data import _remove_stale_builds
+from helpers.embedded_data import build_photos
+from helpers.embedded_data import is_complete
+from helpers.embedded_data import photo_set_sources
+from helpers.embedded_data import read_manifest
+from helpers.paths import default_data_dir
+from helpers.paths import relative
 
 VIDEO_LAYOUT = 1  # bumped when the videos change: older builds are rebuilt
 CODECS = {"vp9": "libvpx-vp9", "h264": "libx264"}  # ours -> FFmpeg's encoder

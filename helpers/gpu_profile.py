@@ -15,8 +15,11 @@ import json
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,8 @@ GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "copy", "gpu_memset": "copy"
 def profiled(run: Callable[[], Any], trace: Path) -> Any:
     """``run()`` under torch.profiler, GPU activity only (recording the CPU's too would slow the
     launches down); its chrome trace is written to ``trace``. Returns what ``run`` returns."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         result = run()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import cProfile
 import pstats
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Any
 
 Batches = Iterable[tuple[Any, Any]]  # (images, targets) torch tensors, one loader batch each

@@ -12,11 +12,15 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
+from torch.utils.data import Dataset
 from tqdm import tqdm
 
 from helpers.benchmarking import interleaved_trials
@@ -56,7 +60,8 @@ class PipelineFeed:
 
     def __init__(self, pipe: Any, outputs: Sequence[str],
                  prepare: Callable[[Mapping[str, Any]], Batch]) -> None:
-        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator
+        from nvidia.dali.plugin.pytorch import LastBatchPolicy
 
         self.prepare = prepare
         self.iterator: Any = DALIGenericIterator(pipe, list(outputs), reader_name="Reader",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from helpers.errors import ParameterError

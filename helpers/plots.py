@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from helpers.benchmarking import rate_interval, summarize
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import summarize
 
 
 def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], *,

@@ -28,7 +28,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 

@@ -16,14 +16,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from contextlib import ExitStack
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 from pathlib import Path
 
 from helpers.errors import ParameterError
-from helpers.paths import REPO_ROOT, relative
+from helpers.paths import REPO_ROOT
+from helpers.paths import relative
 
 # NVLink multicast stays off in every process we start (NCCL's NVLS algorithms, PyTorch's
 # symmetric memory, NVSHMEM): a workaround for GPU hosts without NVLink multicast, the suite's

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from helpers import embedded_video
 from helpers.data_sources import DataSourceError
-from helpers.paths import default_data_dir, relative
+from helpers.paths import default_data_dir
+from helpers.paths import relative
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v")
 DALI_CODECS = {"cpu": {"vp8", "vp9", "mjpeg"},

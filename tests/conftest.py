@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from helpers.data_sources import locate_data
-from helpers.paths import REPO_ROOT, default_data_dir
-from helpers.records import NotebookResults, RunLog
+from helpers.paths import REPO_ROOT
+from helpers.paths import default_data_dir
+from helpers.records import NotebookResults
+from helpers.records import RunLog
 from tools import suite
 
 # Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another

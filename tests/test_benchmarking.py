@@ -7,19 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmarking import (
-    Ratio,
-    goal_lines,
-    interleaved_order,
-    interleaved_trials,
-    machine_info,
-    machine_label,
-    rate_interval,
-    ratio,
-    save_results,
-    select_best,
-    summarize,
-)
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import goal_lines
+from helpers.benchmarking import interleaved_order
+from helpers.benchmarking import interleaved_trials
+from helpers.benchmarking import machine_info
+from helpers.benchmarking import machine_label
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import ratio
+from helpers.benchmarking import save_results
+from helpers.benchmarking import select_best
+from helpers.benchmarking import summarize
 
 
 def test_summarize() -> None:
@@ -153,7 +151,8 @@ def test_within_says_whether_the_interval_is_narrow_enough() -> None:
 
 
 def test_a_rate_table_has_a_row_per_configuration_with_its_interval() -> None:
-    from helpers.benchmarking import rate_interval, rate_table
+    from helpers.benchmarking import rate_interval
+    from helpers.benchmarking import rate_table
 
     rates = {"eager": [100.0, 110.0, 105.0], "capture": [200.0, 150.0, 260.0]}
     table = rate_table(rates, "samples/s")

@@ -7,7 +7,8 @@ import nvidia.dali.types as types
 import pytest
 
 from helpers import capture_guard
-from helpers.capture_guard import CaptureGuard, EagerOperatorError
+from helpers.capture_guard import CaptureGuard
+from helpers.capture_guard import EagerOperatorError
 from helpers.data_sources import locate_data
 
 SIZE = 20  # module-level names: capture mode cannot prove them constant

@@ -11,7 +11,8 @@ import pytest
 from conftest import headline_output
 
 from tools.inventory import runtimes
-from tools.suite import INJECTED, notebooks
+from tools.suite import INJECTED
+from tools.suite import notebooks
 
 # each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
 # as the records state it (whatever their file names say)

@@ -6,7 +6,8 @@ import subprocess
 import sys
 import time
 
-from helpers.cpu_time import cpu_seconds_since, process_tree_cpu
+from helpers.cpu_time import cpu_seconds_since
+from helpers.cpu_time import process_tree_cpu
 
 
 def test_a_child_process_counts_and_an_idle_wait_does_not() -> None:

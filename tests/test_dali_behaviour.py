@@ -29,7 +29,8 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers.capture_guard import CaptureGuard, EagerOperatorError
+from helpers.capture_guard import CaptureGuard
+from helpers.capture_guard import EagerOperatorError
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_count
 

@@ -11,14 +11,12 @@ import PIL.Image
 import pytest
 
 from helpers import embedded_data
-from helpers.data_sources import (
-    DataSourceError,
-    batch_files,
-    check_decodable,
-    check_image_folder,
-    locate_data,
-    locate_photos,
-)
+from helpers.data_sources import DataSourceError
+from helpers.data_sources import batch_files
+from helpers.data_sources import check_decodable
+from helpers.data_sources import check_image_folder
+from helpers.data_sources import locate_data
+from helpers.data_sources import locate_photos
 from helpers.parameters import ParameterError
 
 

@@ -32,7 +32,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag
@@ -44,7 +45,9 @@ from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
 from tools.inventory import notebook_paths
-from tools.results_table import render_goals_table, render_notebook_table, render_published_table
+from tools.results_table import render_goals_table
+from tools.results_table import render_notebook_table
+from tools.results_table import render_published_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -17,8 +17,10 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers import data_sources, embedded_data
-from helpers.batches import as_arrays, as_labels
+from helpers import data_sources
+from helpers import embedded_data
+from helpers.batches import as_arrays
+from helpers.batches import as_labels
 from helpers.caffe2_records import decode_record
 from helpers.paths import MNIST_TRAINING
 

@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 
 from helpers import embedded_video
-from helpers.embedded_data import photo_set_sources, read_manifest
-from helpers.embedded_video import (
-    build_video_set,
-    keyframes,
-    load_video_set,
-    render_frames,
-    video_set_dir,
-    video_spec,
-)
+from helpers.embedded_data import photo_set_sources
+from helpers.embedded_data import read_manifest
+from helpers.embedded_video import build_video_set
+from helpers.embedded_video import keyframes
+from helpers.embedded_video import load_video_set
+from helpers.embedded_video import render_frames
+from helpers.embedded_video import video_set_dir
+from helpers.embedded_video import video_spec
 
 SMALL = dict(width=96, height=64, frames=16, gop=8, per_class=1)
 pytestmark = pytest.mark.slow  # each module builds the photographs and two video sets
@@ -93,7 +92,9 @@ def test_parameters_that_cannot_make_a_set_say_why(tmp_path: Path, change: dict,
 
 
 def test_first_packets_cuts_a_video_short_without_reencoding(tmp_path: Path) -> None:
-    from helpers.embedded_video import build_video_set, first_packets, load_video_set
+    from helpers.embedded_video import build_video_set
+    from helpers.embedded_video import first_packets
+    from helpers.embedded_video import load_video_set
     from helpers.video_sources import probe_video
 
     videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,

@@ -13,7 +13,10 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from helpers.display import LABEL_PX, MAX_WIDTH_PX, MIN_IMAGE_PX, show_batch
+from helpers.display import LABEL_PX
+from helpers.display import MAX_WIDTH_PX
+from helpers.display import MIN_IMAGE_PX
+from helpers.display import show_batch
 
 
 def _batch(count: int, shape: tuple[int, ...]) -> tuple[object, object]:

@@ -15,7 +15,10 @@ import pytest
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
 from helpers.records import RecordError
-from tools import findings, inventory, results_table, suite
+from tools import findings
+from tools import inventory
+from tools import results_table
+from tools import suite
 
 RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.gpu_profile import busiest_stream, gpu_time, gpu_work, kernel_time_by_stream
+from helpers.gpu_profile import busiest_stream
+from helpers.gpu_profile import gpu_time
+from helpers.gpu_profile import gpu_work
+from helpers.gpu_profile import kernel_time_by_stream
 
 
 def _event(name: str, cat: str, stream: int, ts: float, dur: float) -> dict:

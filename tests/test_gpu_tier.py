@@ -12,15 +12,17 @@ import pytest
 from conftest import check_goal
 from test_nb03 import check_goals as check_nb03_goals
 from test_nb05 import GOALS as NB05_GOALS
-from test_nb05 import check_fully_captured, check_trials
+from test_nb05 import check_fully_captured
 from test_nb05 import check_goals as check_nb05_goals
+from test_nb05 import check_trials
 
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_count
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
 from helpers.records import NotebookResults
-from helpers.torchrun import LaunchError, run_torchrun
+from helpers.torchrun import LaunchError
+from helpers.torchrun import run_torchrun
 from tools.suite import notebooks
 
 Results = Callable[[str], NotebookResults]
@@ -254,7 +256,8 @@ def test_the_committed_h200_records_pass_the_gpu_tier(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from helpers.records import LoggedNotebook, RunLog
+    from helpers.records import LoggedNotebook
+    from helpers.records import RunLog
     from tools.inventory import runtimes
 
     log = RunLog("full", "gpu")

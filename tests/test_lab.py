@@ -27,7 +27,8 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from helpers.paths import REPO_ROOT
-from tools.suite import copy_notebooks, suite_metadata
+from tools.suite import copy_notebooks
+from tools.suite import suite_metadata
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"

@@ -7,7 +7,10 @@ import time
 import pytest
 import torch
 
-from helpers.loader_benchmark import Config, profile_top, time_epochs, time_split
+from helpers.loader_benchmark import Config
+from helpers.loader_benchmark import profile_top
+from helpers.loader_benchmark import time_epochs
+from helpers.loader_benchmark import time_split
 
 
 def test_config_names_say_what_differs_from_the_default() -> None:
@@ -67,7 +70,8 @@ def test_profile_top_names_functions_per_step() -> None:
     ("/home/u/repo/helpers/loaders.py", "loaders.py:176(f)"),
 ])
 def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filename, expected) -> None:
-    from helpers.loader_benchmark import _package, _short
+    from helpers.loader_benchmark import _package
+    from helpers.loader_benchmark import _short
 
     assert _short((filename, 176, "f")) == expected
     assert (_package((filename, 176, "f")) == "DALI (Python side)") == ("nvidia" in filename)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from helpers.loaders import InBackground, rates, rounds
+from helpers.loaders import InBackground
+from helpers.loaders import rates
+from helpers.loaders import rounds
 
 
 @dataclass(frozen=True)

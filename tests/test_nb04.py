@@ -9,9 +9,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import check_goal, headline_output
+from conftest import check_goal
+from conftest import headline_output
 
-from helpers.benchmarking import interleaved_order, rate_interval, ratio
+from helpers.benchmarking import interleaved_order
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import ratio
 from helpers.devices import gpu_available
 from helpers.paths import REPO_ROOT
 from tools import suite

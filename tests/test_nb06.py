@@ -12,7 +12,8 @@ import nbformat
 import pytest
 from conftest import headline_output
 
-from helpers.benchmarking import Ratio, versus
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import versus
 from helpers.paths import REPO_ROOT
 from tools import suite
 
@@ -139,7 +140,7 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
         assert recorded["trials"] == trials, name
         # the words of helpers.benchmarking.versus for this interval
         shown = Ratio(recorded["ratio"], low, high, trials, True)
-        assert recorded["verdict"] == f"{versus(shown, 'the second')} ({shown})"
+        assert f"{recorded['verdict']} ({shown})" == versus(shown, "the second")  # its words
     cost = document.results["checkpoint_cost"]
     assert cost["write_ms"]["median"] > 0 and cost["restore_ms"]["median"] > 0 and cost["bytes"] > 0
     assert cost["share_of_steps"] == pytest.approx(

@@ -8,10 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from notebook_setup import run_setup, setup_cells
+from notebook_setup import run_setup
+from notebook_setup import setup_cells
 
-from helpers.data_sources import DataSourceError, locate_data, locate_photos
-from helpers.devices import GPUUnavailableError, gpu_available
+from helpers.data_sources import DataSourceError
+from helpers.data_sources import locate_data
+from helpers.data_sources import locate_photos
+from helpers.devices import GPUUnavailableError
+from helpers.devices import gpu_available
 from helpers.lmdb_subset import first_records
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
@@ -39,7 +43,7 @@ CASES = [
     ("02-capture-mode", {"epochs": "3"}, ParameterError,
      "parameter epochs must be a positive integer, not '3'"),
     ("02-capture-mode", {"placement_epochs": 2}, ParameterError,
-     "epochs and placement_epochs must be at least 3"),
+     "parameter placement_epochs must be at least 3, not 2: the first epoch of every training"),
     pytest.param("02-capture-mode", {"device": "gpu"}, GPUUnavailableError, 'device="cpu"', marks=no_gpu),
     ("03-feeding-pytorch-fast", {"batch_sizes": [64, 100], "device": "cpu"}, ParameterError,
      "every loader batch size must be a multiple of the first (64)"),

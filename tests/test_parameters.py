@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.parameters import (
-    ParameterError,
-    check_known,
-    positive_int,
-    positive_ints,
-    reject_unknown_parameters,
-)
+from helpers.parameters import ParameterError
+from helpers.parameters import check_known
+from helpers.parameters import positive_int
+from helpers.parameters import positive_ints
+from helpers.parameters import reject_unknown_parameters
 
 DECLARED = {"batch_size": 8, "device": "auto", "rate": 0.5, "image_dir": None,
             "thread_counts": [1, 4], "flag": False}

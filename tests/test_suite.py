@@ -10,11 +10,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_notebook
 
 from helpers import embedded_data
-from helpers.paths import MNIST_TRAINING, REPO_ROOT
-from helpers.records import LoggedNotebook, NotebookResults, Record, RunFacts, RunLog
+from helpers.paths import MNIST_TRAINING
+from helpers.paths import REPO_ROOT
+from helpers.records import LoggedNotebook
+from helpers.records import NotebookResults
+from helpers.records import Record
+from helpers.records import RunFacts
+from helpers.records import RunLog
 from tools import suite
 
 SAVE_ANSWER = ("import os, pathlib\nfrom helpers.records import NotebookResults\n"
@@ -294,8 +300,10 @@ def test_a_warning_names_an_installed_packages_file_without_the_machines_folders
 
 
 def test_a_full_run_says_first_how_long_it_should_take() -> None:
-    from tools.inventory import duration, runtimes
-    from tools.suite import expected_time, notebooks
+    from tools.inventory import duration
+    from tools.inventory import runtimes
+    from tools.suite import expected_time
+    from tools.suite import notebooks
 
     chosen = notebooks(["01", "02"])
     column = runtimes()[False]
@@ -309,7 +317,8 @@ def test_a_full_run_says_first_how_long_it_should_take() -> None:
 def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
     """papermill's kernels, started with the runner's arguments, print no TCP warning (without
     them every kernel does)."""
-    from tools.suite import KERNEL, KERNEL_ARGUMENTS
+    from tools.suite import KERNEL
+    from tools.suite import KERNEL_ARGUMENTS
 
     source = tmp_path / "n.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("print(1)")]), source)

@@ -13,22 +13,21 @@ from pathlib import Path
 import pytest
 
 from helpers.data_sources import locate_data
-from helpers.lmdb_subset import first_records, record_count
+from helpers.lmdb_subset import first_records
+from helpers.lmdb_subset import record_count
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from helpers.torchrun import (
-    MULTICAST_OFF,
-    Launch,
-    LaunchError,
-    check_gpus_for,
-    display_command,
-    free_port,
-    launch_environment,
-    local_rendezvous,
-    run_launches,
-    shown_line,
-    torchrun_command,
-)
+from helpers.torchrun import MULTICAST_OFF
+from helpers.torchrun import Launch
+from helpers.torchrun import LaunchError
+from helpers.torchrun import check_gpus_for
+from helpers.torchrun import display_command
+from helpers.torchrun import free_port
+from helpers.torchrun import launch_environment
+from helpers.torchrun import local_rendezvous
+from helpers.torchrun import run_launches
+from helpers.torchrun import shown_line
+from helpers.torchrun import torchrun_command
 
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 

@@ -15,10 +15,8 @@ from helpers.devices import gpu_available
 from helpers.distributed import script_main
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
-from helpers.torchrun import (
-    LaunchError,
-    run_torchrun,
-)
+from helpers.torchrun import LaunchError
+from helpers.torchrun import run_torchrun
 
 TRAIN_DDP = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 TRAIN_RESUMABLE = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"

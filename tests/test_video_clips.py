@@ -8,7 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.video_clips import PyAVClips, clip_list, clip_span, clip_starts, decoded_frames, read_clip
+from helpers.video_clips import PyAVClips
+from helpers.video_clips import clip_list
+from helpers.video_clips import clip_span
+from helpers.video_clips import clip_starts
+from helpers.video_clips import decoded_frames
+from helpers.video_clips import read_clip
 
 
 def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
@@ -28,7 +33,8 @@ def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
 
 @pytest.mark.slow
 def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> None:
-    from helpers.embedded_video import build_video_set, load_video_set
+    from helpers.embedded_video import build_video_set
+    from helpers.embedded_video import load_video_set
 
     videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
                                             per_class=1))

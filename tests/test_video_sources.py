@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from helpers.data_sources import DataSourceError
-from helpers.embedded_video import build_video_set, load_video_set
-from helpers.video_sources import check_video_folder, locate_videos, probe_video
+from helpers.embedded_video import build_video_set
+from helpers.embedded_video import load_video_set
+from helpers.video_sources import check_video_folder
+from helpers.video_sources import locate_videos
+from helpers.video_sources import probe_video
 
 SMALL = dict(width=96, height=64, frames=16, gop=8, per_class=1)
 pytestmark = pytest.mark.slow  # each module builds the photographs and two video sets

@@ -21,13 +21,18 @@ read from (``tests/test_generated_tables.py`` checks the README's figures agains
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helpers.benchmarking import Ratio, versus
-from helpers.records import NotebookEntry, Record
-from tools.records import RESULTS, machine_heading, newest_gpu_first
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import versus
+from helpers.records import NotebookEntry
+from helpers.records import Record
+from tools.records import RESULTS
+from tools.records import machine_heading
+from tools.records import newest_gpu_first
 
 BLOCK = "findings"
 

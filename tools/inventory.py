@@ -23,7 +23,9 @@ from typing import Any
 from helpers.paths import REPO_ROOT
 from helpers.records import Record
 from tools import readme_blocks
-from tools.records import machine_heading, newest_per_notebook, records
+from tools.records import machine_heading
+from tools.records import newest_per_notebook
+from tools.records import records
 
 BLOCK = "inventory"
 KEY = "dali_tutorials"

@@ -52,13 +52,20 @@ import json
 import string
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
-from helpers.records import NotebookEntry, Record
-from tools import findings, readme_blocks
-from tools.records import RESULTS, SEED, column_heading, newest_per_notebook, records
+from helpers.records import NotebookEntry
+from helpers.records import Record
+from tools import findings
+from tools import readme_blocks
+from tools.records import RESULTS
+from tools.records import SEED
+from tools.records import column_heading
+from tools.records import newest_per_notebook
+from tools.records import records
 
 GOALS_BLOCK = "goals"
 TABLES_BLOCK = "notebook-tables"

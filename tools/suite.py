@@ -32,7 +32,8 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,28 +44,27 @@ from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 
 from helpers.benchmarking import machine_label
-from helpers.devices import GPUUnavailableError, resolve_device
-from helpers.parameters import ParameterError, check_known
-from helpers.paths import REPO_ROOT, relative
-from helpers.records import (
-    RESULTS_FOLDER_VARIABLE,
-    LoggedNotebook,
-    NotebookResults,
-    Record,
-    RecordError,
-    RunLog,
-)
+from helpers.devices import GPUUnavailableError
+from helpers.devices import resolve_device
+from helpers.parameters import ParameterError
+from helpers.parameters import check_known
+from helpers.paths import REPO_ROOT
+from helpers.paths import relative
+from helpers.records import RESULTS_FOLDER_VARIABLE
+from helpers.records import LoggedNotebook
+from helpers.records import NotebookResults
+from helpers.records import Record
+from helpers.records import RecordError
+from helpers.records import RunLog
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = ("full", "ci", "bench")
 KERNEL = "python3"
-# the tag of the cell that papermill injects. The committed notebooks of the H200 run of
-# 2026-11-30 still carry one (`device = "gpu"`): the runner and the copies drop it. Once the
-# committed notebooks come from a run of this runner (no cell injected), remove INJECTED and
-# without_injected_parameters (tests/test_committed_notebooks.py says when: its
-# INJECTED_BY_AN_OLDER_RUNNER is empty).
+# the tag of the cell that papermill injects when a run is given parameters (a committed notebook
+# keeps it: 07's H200 run was given `sweep`, tests/test_committed_notebooks.py's RUN_WITH_PARAMETERS):
+# the runner and the copies drop it, so that every run starts from the notebook's own defaults
 INJECTED = "injected-parameters"
 
 
@@ -356,7 +356,8 @@ def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
     one (with a GPU or without), for the line printed before the first one starts."""
     if scale != "full":
         return None
-    from tools.inventory import duration, runtimes  # tools.inventory reads the records
+    from tools.inventory import duration  # tools.inventory reads the records
+    from tools.inventory import runtimes  # tools.inventory reads the records
 
     if device == "auto":
         device = resolve_device("auto")

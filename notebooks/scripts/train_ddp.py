@@ -40,8 +40,10 @@ from torch.nn.parallel import DistributedDataParallel
 
 from helpers import distributed
 from helpers.capture_guard import CaptureGuard
-from helpers.distributed import UsageError, preprocess
-from helpers.mnist_model import MNISTClassifier, accuracy
+from helpers.distributed import UsageError
+from helpers.distributed import preprocess
+from helpers.mnist_model import MNISTClassifier
+from helpers.mnist_model import accuracy
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -56,9 +56,11 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from helpers import checkpointing, distributed  # noqa: E402
+from helpers import checkpointing  # noqa: E402
+from helpers import distributed  # noqa: E402
 from helpers.capture_guard import CaptureGuard  # noqa: E402
-from helpers.distributed import UsageError, preprocess  # noqa: E402
+from helpers.distributed import UsageError  # noqa: E402
+from helpers.distributed import preprocess  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
 
