@@ -9,8 +9,9 @@ Launch it with torchrun, one process per GPU (on CPUs, with --device cpu, any nu
 
 torchrun starts the processes and tells each one RANK (0 .. WORLD_SIZE-1 over all machines),
 LOCAL_RANK (its index on this machine: which GPU it uses) and WORLD_SIZE. On several machines,
-run the same command on each with --nnodes=N --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT
-(notebook 04 shows it). The repository must be on PYTHONPATH: this script imports helpers.
+run the command on each without --standalone, with --nnodes=N --rdzv-backend=c10d
+--rdzv-endpoint=HOST:PORT (notebook 04 shows it). The repository must be on PYTHONPATH: this
+script imports helpers.
 
 Each rank reads its own shard of the records. By default (DALI's default) every rank moves to the
 next shard after each epoch, so over several epochs each rank sees the whole data set, as
@@ -19,7 +20,7 @@ one shard. --check-coverage is a debug option: it records which records each ran
 that together they read every record once per epoch (that costs time: leave it off when timing).
 
 Rank 0 writes the results JSON (atomically: the file is complete or absent). A problem that you
-can fix ends the process with "error: ..." naming what to change, and a non-zero exit status.
+can fix ends the process with "error (rank R): ..." naming what to change, and exit status 2.
 """
 
 from __future__ import annotations
