@@ -25,12 +25,17 @@ TRAIN_RESUMABLE = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
 # --- the script's refusals ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def train_ddp():
-    spec = importlib.util.spec_from_file_location("train_ddp", TRAIN_DDP)
+def _load(path: Path):
+    """A script of notebooks/scripts as a module, as torchrun would run it (without its __main__)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def train_ddp():
+    return _load(TRAIN_DDP)
 
 
 @pytest.fixture
@@ -86,10 +91,7 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("train_resumable", TRAIN_RESUMABLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(TRAIN_RESUMABLE)
 
 
 @pytest.fixture(scope="module")
