@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -19,6 +18,8 @@ import nvidia.dali.experimental.dynamic as ndd
 import torch
 import torch.distributed as dist
 from nvidia.dali import types
+
+from helpers.records import write_json
 
 
 class UsageError(Exception):
@@ -90,10 +91,7 @@ def preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG | None, 
 
 def write_atomically(path: Path, document: dict) -> None:
     """``document`` as JSON at ``path``: readers see the whole file or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    tmp.replace(path)
+    write_json(path, document)
 
 
 def script_main(run: Callable[[list[str] | None], object], argv: list[str] | None = None) -> int:

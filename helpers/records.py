@@ -47,14 +47,19 @@ class RecordError(ValueError):
     """A file that is not a record of this format; the message names the file and what is wrong."""
 
 
-def _fields(cls: type, data: Any, where: str) -> dict[str, Any]:
-    """The dataclass's fields out of ``data``, every one present (those with defaults optional)."""
+RECORDER = "`python -m tools.suite record --run DIR`"
+SAVER = "helpers.benchmarking.save_results (a notebook's last cell)"
+
+
+def _fields(cls: type, data: Any, where: str, writer: str = RECORDER) -> dict[str, Any]:
+    """The dataclass's fields out of ``data``, every one present (those with defaults optional);
+    ``writer``: what writes such a file, for the message."""
     if not isinstance(data, dict):
         raise RecordError(f"{where}: expected an object, found {type(data).__name__}")
     needed = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
     missing = [name for name in needed if name not in data]
     if missing:
-        raise RecordError(f"{where} lacks {', '.join(missing)}: write it with `python -m tools.suite record`")
+        raise RecordError(f"{where} lacks {', '.join(missing)}: write it with {writer}")
     return {f.name: data[f.name] for f in fields(cls) if f.init and f.name in data}
 
 
@@ -93,7 +98,7 @@ class NotebookResults:
 
     @classmethod
     def read(cls, path: Path) -> NotebookResults:
-        return cls(**_fields(cls, _read_json(path), path.name))
+        return cls(**_fields(cls, _read_json(path), path.name, SAVER))
 
     def write(self, folder: Path) -> Path:
         return write_json(Path(folder) / f"{self.notebook}.json", asdict(self))
@@ -127,8 +132,9 @@ class RunLog:
         if not path.is_file():
             raise RecordError(f"{path} is missing: a record states how each notebook was run, which "
                               "`python -m tools.suite run` writes there")
-        data = _fields(cls, _read_json(path), str(path))
-        data["notebooks"] = {name: LoggedNotebook(**_fields(LoggedNotebook, entry, f"{path}: {name}"))
+        runner = "`python -m tools.suite run`"
+        data = _fields(cls, _read_json(path), str(path), runner)
+        data["notebooks"] = {name: LoggedNotebook(**_fields(LoggedNotebook, entry, f"{path}: {name}", runner))
                              for name, entry in data.get("notebooks", {}).items()}
         return cls(**data)
 

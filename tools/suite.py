@@ -43,6 +43,7 @@ import papermill
 from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 
+from helpers import records as records_format
 from helpers.benchmarking import machine_label
 from helpers.devices import GPUUnavailableError
 from helpers.devices import resolve_device
@@ -60,7 +61,7 @@ from helpers.records import RunLog
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
-SCALES = ("full", "ci", "bench")
+SCALES = records_format.SCALES
 KERNEL = "python3"
 # the tag of the cell that papermill injects when a run is given parameters (a committed notebook
 # keeps it: 07's H200 run was given `sweep`, tests/test_committed_notebooks.py's RUN_WITH_PARAMETERS):
@@ -400,14 +401,15 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
 
     def run_one(notebook: Path) -> NotebookRun:
         print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
-        return run_notebook(notebook, out_dir, parameters[notebook])
+        run = run_notebook(notebook, out_dir, parameters[notebook])
+        print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
+        return run
 
     runs: dict[Path, NotebookRun] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:  # papermill waits on its kernel: threads do
         started = {pool.submit(run_one, notebook): notebook for notebook in chosen}
         for done in as_completed(started):
             notebook, run = started[done], done.result()
-            print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
             runs[notebook] = run
             log.notebooks[run.name] = LoggedNotebook(round(run.seconds, 1), run.ok, run.error,
                                                      parameters[notebook], **facts)
