@@ -1,7 +1,8 @@
-"""The loader scaffolding that notebooks 03 and 05 share: a torch DataLoader feed and a
-pipeline-mode feed with one ``epoch()`` interface, a background thread for any loader, and the
-interleaved rounds in which they are timed. The DALI calls themselves (the dynamic-mode loop, the
-``@pipeline_def``) stay in the notebooks, where the reader sees them.
+"""The loader scaffolding that notebooks 03, 05 and 07 share: a dynamic-mode feed, a torch
+DataLoader feed and a pipeline-mode feed with one ``epoch()`` interface, a background thread for
+any loader, and the interleaved rounds in which they are timed. The DALI calls themselves (what a
+dynamic-mode step does to a batch, the ``@pipeline_def``) stay in the notebooks, where the reader
+sees them.
 
 Every loader here has ``epoch()`` (an iterable over one epoch of ``(images, labels)`` on the
 model's device) and ``close()``.
@@ -24,8 +25,46 @@ from torch.utils.data import Dataset
 from tqdm import tqdm
 
 from helpers.benchmarking import interleaved_trials
+from helpers.capture_guard import CaptureGuard
 
 Batch = tuple[Any, Any]
+
+
+class DynamicFeed:
+    """A dynamic-mode reader's epochs, each batch handed to ``step``: every epoch runs under
+    ``context`` (an ``ndd.EvalContext``: its threads and device), in capture mode when
+    ``capture``, its batches watched by a :class:`~helpers.capture_guard.CaptureGuard`
+    (``guard``), which raises if an operator of ``step`` runs eagerly. A notebook's loader
+    subclasses it and defines ``step(*batch)``: the DALI calls of one batch, returning
+    ``(inputs, labels)`` for torch. Drain every epoch: a capture loop left early destroys its
+    reader."""
+
+    def __init__(self, reader: Any, context: Any, *, batch_size: int, capture: bool, name: str) -> None:
+        self.reader, self.context = reader, context
+        self.batch_size, self.capture = batch_size, capture
+        self.guard = CaptureGuard(name)
+
+    def step(self, *batch: Any) -> Batch:
+        raise NotImplementedError(f"{type(self).__name__} must define step(*batch): what DALI does "
+                                  "to one batch of its reader")
+
+    def epoch(self) -> Iterator[Batch]:
+        with self.context:
+            batches = self.reader.next_epoch(batch_size=self.batch_size, capture=self.capture)
+            for batch in self.guard(batches) if self.capture else batches:
+                yield self.step(*batch)
+
+    def close(self) -> None:
+        pass
+
+
+def check_capture(loader: Any) -> None:
+    """Run one whole epoch of ``loader`` (a capture loop is never left early) and print what the
+    guard of the loader it runs saw: the operators captured, and that none ran eagerly."""
+    for _ in loader.epoch():
+        pass
+    inner = getattr(loader, "loader", loader)  # InBackground runs another loader
+    print(f"{inner.guard}{' (on the background thread)' if inner is not loader else ''}")
 
 
 class DataLoaderFeed:

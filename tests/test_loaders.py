@@ -1,5 +1,6 @@
-"""helpers.loaders without DALI: the interleaved rounds (fixed, and until the intervals are narrow
-enough) and the background thread's guarantees."""
+"""helpers.loaders: the interleaved rounds (fixed, and until the intervals are narrow enough) and
+the background thread's guarantees, without DALI; the dynamic-mode feed and its capture check on
+small CPU loops over the embedded MNIST test LMDB."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from helpers.loaders import InBackground
+from helpers.loaders import check_capture
 from helpers.loaders import rates
 from helpers.loaders import rounds
 
@@ -91,3 +93,78 @@ def test_in_background_raises_the_threads_error_and_runs_an_abandoned_epoch_to_i
     assert loader.served == [0, 1, 2, 3, 4, 5]  # the loader's epoch still ran to its end
     assert [x for x, _ in background.epoch()] == list(range(6))  # and the next epoch is whole
     background.close()
+
+
+# helpers.loaders.DynamicFeed and check_capture, on the embedded MNIST test LMDB (1,000 digits)
+
+SIDE = 20  # a module-level name: capture mode cannot prove it constant
+
+
+class Digits:
+    """Subclasses of DynamicFeed over the test LMDB, made on first use (DALI is imported late)."""
+
+    @staticmethod
+    def feed(step, *, capture, batch_size=100):
+        import nvidia.dali.experimental.dynamic as ndd
+
+        from helpers.data_sources import locate_data
+        from helpers.loaders import DynamicFeed
+
+        class Feed(DynamicFeed):
+            pass
+
+        if step is not None:
+            Feed.step = step
+        reader = ndd.readers.Caffe2(path=str(locate_data(verbose=False).mnist_testing))
+        return Feed(reader, ndd.EvalContext(num_threads=2), batch_size=batch_size, capture=capture,
+                    name="digits")
+
+
+def literal_step(self, jpegs, labels):
+    import nvidia.dali.experimental.dynamic as ndd
+    import nvidia.dali.types as types
+
+    images = ndd.resize(ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY),
+                        resize_x=20, resize_y=20)
+    return images.torch(), labels.torch()
+
+
+def global_step(self, jpegs, labels):
+    import nvidia.dali.experimental.dynamic as ndd
+    import nvidia.dali.types as types
+
+    images = ndd.resize(ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY),
+                        resize_x=SIDE, resize_y=SIDE)
+    return images.torch(), labels.torch()
+
+
+def test_a_dynamic_feed_serves_every_batch_of_each_epoch_in_both_modes_and_prints_what_it_captured(capsys):
+    for capture, epochs in ((True, 2), (False, 1)):  # a capture loop keeps its reader across epochs
+        feed = Digits.feed(literal_step, capture=capture)
+        for _ in range(epochs):
+            batches = list(feed.epoch())
+            assert len(batches) == 10 and all(tuple(x.shape) == (100, 20, 20, 1) for x, _ in batches)
+            assert sum(len(y) for _, y in batches) == 1000
+        assert feed.guard.checked is capture
+    check_capture(Digits.feed(literal_step, capture=True))
+    assert capsys.readouterr().out.strip() == ("digits: captured Image, Resize; nothing eager in the "
+                                              "steps checked (the first 2 of each epoch)")
+
+
+def test_a_dynamic_feed_whose_step_passes_a_global_fails_naming_the_operator() -> None:
+    from helpers.capture_guard import EagerOperatorError
+
+    with pytest.raises(EagerOperatorError, match=r"(?s)digits: .*Resize .*`resize_x=SIDE`"):
+        check_capture(Digits.feed(global_step, capture=True))
+
+
+def test_check_capture_reports_the_loader_that_runs_on_the_background_thread(capsys) -> None:
+    background = InBackground(Digits.feed(literal_step, capture=True))
+    check_capture(background)
+    background.close()
+    assert capsys.readouterr().out.strip().endswith("(on the background thread)")
+
+
+def test_a_dynamic_feed_without_a_step_says_what_to_define() -> None:
+    with pytest.raises(NotImplementedError, match=r"must define step\(\*batch\)"):
+        next(Digits.feed(None, capture=False).epoch())
