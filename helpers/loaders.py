@@ -58,6 +58,20 @@ class DynamicFeed:
         pass
 
 
+class Staged:
+    """The same prepared batches (on the model's device) every epoch: the data of training alone,
+    the ceiling no loader can beat."""
+
+    def __init__(self, batches: Sequence[Batch]) -> None:
+        self.batches = list(batches)
+
+    def epoch(self) -> Iterator[Batch]:
+        return iter(self.batches)
+
+    def close(self) -> None:
+        pass
+
+
 def check_capture(loader: Any) -> None:
     """Run one whole epoch of ``loader`` (a capture loop is never left early) and print what the
     guard of the loader it runs saw: the operators captured, and that none ran eagerly."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from helpers.loaders import InBackground
+from helpers.loaders import Staged
 from helpers.loaders import check_capture
 from helpers.loaders import rates
 from helpers.loaders import rounds
@@ -168,3 +169,9 @@ def test_check_capture_reports_the_loader_that_runs_on_the_background_thread(cap
 def test_a_dynamic_feed_without_a_step_says_what_to_define() -> None:
     with pytest.raises(NotImplementedError, match=r"must define step\(\*batch\)"):
         next(Digits.feed(None, capture=False).epoch())
+
+
+def test_staged_serves_the_same_batches_every_epoch() -> None:
+    batches = [(1, "a"), (2, "b")]
+    staged = Staged(iter(batches))  # an iterator is kept as a list: every epoch sees all of it
+    assert list(staged.epoch()) == list(staged.epoch()) == batches
