@@ -63,16 +63,8 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
 
 
 # A GPU run with this runner injects nothing (tools.suite.parameters_for), and the runner drops an
-# older run's metadata.papermill.parameters from the source it hands papermill. Committed from a
-# run given a parameter over its defaults: 07's H200 run of 2026-12-02 swept one setting
-# (sweep=["480x272/16"]) where the default sweeps two, to fit the session's device time; its page
-# says so (the parameters line). The next full run drops the name.
-RUN_WITH_PARAMETERS = {"07-video-clips"}
-
-
-@pytest.mark.parametrize("notebook", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="run with a parameter over its defaults"))
-    if p.stem in RUN_WITH_PARAMETERS else p for p in notebooks()], ids=lambda p: p.stem)
+# older run's metadata.papermill.parameters from the source it hands papermill.
+@pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:
     """Run with their own defaults: what a reader's copy runs, and what nbval re-runs."""
     node = nbformat.read(notebook, as_version=4)

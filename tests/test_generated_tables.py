@@ -518,8 +518,7 @@ def _misnamed_copies(tmp_path: Path) -> Path:
     results.mkdir()
     shutil.copytree(REPO_ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("scripts"))
     committed = list(results_table.records(REPO_ROOT / "results"))
-    newest_05 = max((r.path for r in committed if r.has_gpu and "05-photos-at-scale" in r.notebooks),
-                    key=lambda p: json.loads(p.read_text())["date"] + p.name)
+    newest_05 = findings.newest_gpu_first(REPO_ROOT / "results")["05-photos-at-scale"].path
     for index, record in enumerate(committed):
         if record.has_gpu:
             name = "cpu-old.json" if record.path == newest_05 else f"cpu-old-{index}.json"

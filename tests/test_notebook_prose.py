@@ -29,7 +29,8 @@ FIGURES_ALLOWED = {
                         "640": "the embedded photographs' width",
                         "0.5": "an example of arithmetic on a batch (`images * 0.5`)"},
     "04-scaling-out": {"29400": "torchrun's default rendezvous port, in an example command"},
-    "05-photos-at-scale": {"1.25": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]"},
+    "05-photos-at-scale": {"0.8": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
+                           "28": "the earlier notebooks' MNIST digits are 28x28"},
 }
 # Sentences with a comparative word that state no comparison of two measurements.
 COMPARATIVES_ALLOWED = {

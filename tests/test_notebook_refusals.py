@@ -50,6 +50,8 @@ CASES = [
     ("04-scaling-out", {"processes": 1}, ParameterError, "parameter processes must be at least 2"),
     ("04-scaling-out", {"records": 10**9}, ParameterError, "records: use at most"),
     ("06-checkpoint-resume", {"processes": 1}, ParameterError, "parameter processes must be at least 2"),
+    ("06-checkpoint-resume", {"epochs": 1}, ParameterError,
+     "parameter epochs must be at least 2, not 1: the first epoch of each benchmark trial"),
     ("06-checkpoint-resume", {"every": 40, "records": 1024}, ParameterError,
      "parameter every=40 is too large for 24 steps"),
 ]

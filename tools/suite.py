@@ -63,9 +63,9 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = records_format.SCALES
 KERNEL = "python3"
-# the tag of the cell that papermill injects when a run is given parameters (a committed notebook
-# keeps it: 07's H200 run was given `sweep`, tests/test_committed_notebooks.py's RUN_WITH_PARAMETERS):
-# the runner and the copies drop it, so that every run starts from the notebook's own defaults
+# the tag of the cell that papermill injects when a run is given parameters (an executed notebook
+# keeps it): the runner and the copies drop it, so that every run starts from the notebook's own
+# defaults
 INJECTED = "injected-parameters"
 
 
