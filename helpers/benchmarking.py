@@ -113,6 +113,16 @@ def _check_rates(label: str, values: Sequence[float]) -> list[float]:
     return values
 
 
+def decimals(*bounds: float) -> int:
+    """How many decimals an interval's bounds are printed with: two, more where a bound would
+    round to 1 from one side of it (an interval that excludes 1 must not read as touching it),
+    four at most."""
+    digits = 2
+    while digits < 4 and any(b != 1 and round(b, digits) == 1 for b in bounds):
+        digits += 1
+    return digits
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A ratio of two configurations' rates with its 95% interval. ``trials`` is the number of
@@ -144,7 +154,8 @@ class Ratio:
                 "verdict": self.verdict(goal), count: self.trials}
 
     def __str__(self) -> str:
-        return f"{self.ratio:.2f}x [{self.low:.2f}-{self.high:.2f}]"
+        d = decimals(self.low, self.high)
+        return f"{self.ratio:.{d}f}x [{self.low:.{d}f}-{self.high:.{d}f}]"
 
 
 def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
@@ -230,7 +241,8 @@ def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
         low, high = g["ci95"]
         count = g.get("trials", g.get("launches"))
         unit = "trials" if "trials" in g else "launches"
-        yield (f"{name}: {g['ratio']:.2f}x, 95% interval [{low:.2f}, {high:.2f}] over {count} "
+        d = decimals(low, high)
+        yield (f"{name}: {g['ratio']:.{d}f}x, 95% interval [{low:.{d}f}, {high:.{d}f}] over {count} "
                f"{unit} (goal >= {g['goal']}x): {g['verdict']}")
 
 

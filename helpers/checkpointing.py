@@ -13,9 +13,10 @@ version, world size, ...). It is committed like this:
    (the rename is on the disk);
 4. older complete checkpoints beyond the last ``keep`` are removed.
 
-A process killed at any point leaves either the previous checkpoints untouched or a staging
-folder, which loading ignores. What ``fsync`` guards against is a machine that loses power or
-crashes after the rename but before the data reached the disk: the files of the newest
+A process killed at any point leaves the committed checkpoints whole, plus at most a staging
+folder, which loading ignores; killed while step 4 removes an old checkpoint, it can leave that
+one partly deleted, which loading skips as damaged. What ``fsync`` guards against is a machine
+that loses power or crashes after the rename but before the data reached the disk: the files of the newest
 checkpoint may then be short or hold garbage. Loading therefore checks every part against the
 manifest, and falls back to the newest checkpoint that is whole, saying which one it skipped
 and why. It never deletes or changes a checkpoint it rejects.

@@ -186,6 +186,20 @@ def profile_epochs(epochs: Mapping[str, Callable[[], Any]], reference: str, *,
             kernel_time_by_stream(work[reference]))
 
 
+def kernel_name(name: str, most: int = 120) -> str:
+    """A kernel's name as a reader tells kernels apart: no return type, no argument list, its
+    template arguments kept (two instances of one template differ only there), at most ``most``
+    characters."""
+    name = name.removeprefix("void ")
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "(" and depth == 0:
+            name = name[:i]
+            break
+    return name if len(name) <= most else name[:most - 1] + "…"
+
+
 def split_sentence(alone: GpuTime, fed: GpuTime, steps: int, *, fed_by: str = "the loader",
                    top: int = 3) -> str:
     """One sentence, per training step: the model's kernels, idle time of training alone, and
@@ -195,7 +209,7 @@ def split_sentence(alone: GpuTime, fed: GpuTime, steps: int, *, fed_by: str = "t
 
     launched = sorted(fed.loader_kernels.items(), key=lambda kv: -kv[1])[:top]
     names = ("" if not launched else " The loader's most often launched kernels: "
-             + ", ".join(f"`{name[:60]}` ({count}x)" for name, count in launched) + ".")
+             + ", ".join(f"`{kernel_name(name)}` ({count}x)" for name, count in launched) + ".")
     return (f"training alone, the model's kernels ran {per(alone.model_ms)} a step and no kernel or "
             f"copy ran {per(alone.idle_ms)}; fed by {fed_by}, the model's kernels ran "
             f"{per(fed.model_ms)} a step, the loader's {per(fed.loader_ms)} "

@@ -34,7 +34,8 @@ class DynamicFeed:
     """A dynamic-mode reader's epochs, each batch handed to ``step``: every epoch runs under
     ``context`` (an ``ndd.EvalContext``: its threads and device), in capture mode when
     ``capture``, its batches watched by a :class:`~helpers.capture_guard.CaptureGuard`
-    (``guard``), which raises if an operator of ``step`` runs eagerly. A notebook's loader
+    (``guard``), which raises if an operator of ``step`` runs eagerly in the first two steps of an
+    epoch (eager and unguarded when ``capture`` is false). A notebook's loader
     subclasses it and defines ``step(*batch)``: the DALI calls of one batch, returning
     ``(inputs, labels)`` for torch. Drain every epoch: a capture loop left early destroys its
     reader."""
@@ -74,7 +75,8 @@ class Staged:
 
 def check_capture(loader: Any) -> None:
     """Run one whole epoch of ``loader`` (a capture loop is never left early) and print what the
-    guard of the loader it runs saw: the operators captured, and that none ran eagerly."""
+    guard of the loader it runs saw: the operators captured, and that none ran eagerly in the
+    steps it checked."""
     for _ in loader.epoch():
         pass
     inner = getattr(loader, "loader", loader)  # InBackground runs another loader

@@ -31,9 +31,9 @@ SHOWN = 5  # files named per problem
 
 
 def frames_needed(clip_frames: int, stride: int) -> int:
-    """The frames a video needs for one clip: DALI 2.4's video readers cut a clip at ``start``
-    when ``start + stride x clip_frames`` frames fit (one more than the clip spans at a stride
-    above 1; measured: 49 clips of 8 frames at stride 2 from a 64-frame video with ``step=1``)."""
+    """The frames a video needs for one clip: DALI 2.4's experimental video reader cuts a clip
+    at ``start`` when ``start + stride x clip_frames`` frames fit (by its source,
+    ``video_reader_decoder_op.cc``: ``stride - 1`` more than the clip spans)."""
     return stride * clip_frames
 
 

@@ -98,6 +98,14 @@ def test_goal_record_and_its_line() -> None:
     assert str(r) == "1.70x [1.60-1.80]"
 
 
+def test_an_interval_that_excludes_1_never_prints_as_touching_it() -> None:
+    assert str(Ratio(0.9345, 0.8735, 0.9998, 12, True)) == "0.9345x [0.8735-0.9998]"
+    assert str(Ratio(1.02, 1.004, 1.05, 12, True)) == "1.020x [1.004-1.050]"
+    assert str(Ratio(1.0, 0.97, 1.0, 12, True)) == "1.00x [0.97-1.00]"  # touching 1: as it is
+    (line,) = goal_lines({"a / b": Ratio(0.95, 0.9, 0.996, 5, True).goal(0.9)})
+    assert "95% interval [0.900, 0.996]" in line
+
+
 def test_one_trial_gives_no_interval() -> None:
     r = ratio([200.0], [100.0])
     assert r.ratio == pytest.approx(2.0) and r.low == 0.0 and r.high == math.inf

@@ -91,3 +91,14 @@ def test_profile_epochs_takes_the_models_stream_from_the_reference(monkeypatch: 
     assert "the loader's 0.50 ms" in sentence and "`dali::kernels::ResampleHorz` (1x)" in sentence
     with pytest.raises(ValueError, match="reference 'ceiling' is none of the epochs"):
         gp.profile_epochs({"alone": lambda: None}, "ceiling", settle_s=0)
+
+
+def test_kernel_names_keep_what_tells_two_instances_apart() -> None:
+    from helpers.gpu_profile import kernel_name
+
+    a = ("void dali::kernels::resampling::BatchedSeparableResampleKernel<unsigned char, float>"
+         "(int, dali::kernels::resampling::SampleDesc<2> const*, dali::kernels::BlockDesc<2> const*)")
+    b = a.replace("<unsigned char, float>", "<float, float>")
+    assert kernel_name(a) == "dali::kernels::resampling::BatchedSeparableResampleKernel<unsigned char, float>"
+    assert kernel_name(a) != kernel_name(b)
+    assert kernel_name("k" * 200).endswith("…") and len(kernel_name("k" * 200)) == 120

@@ -36,7 +36,7 @@ FIGURES_ALLOWED = {
 COMPARATIVES_ALLOWED = {
     "01-getting-started": ["the fastest\nof several noisy numbers is biased upwards"],  # the method
     "03-feeding-pytorch-fast": ["from the slowest to the fastest trial"],  # a chart's range
-    "05-photos-at-scale": ['A note such as "the fastest" is given only when'],  # the rule itself
+    "05-photos-at-scale": ['A note such as "the fastest" stands alone only when'],  # the rule itself
 }
 LEFT_OUT_SECTIONS = ("exercises", "further reading")
 

@@ -11,12 +11,12 @@ Its modes:
 * ``--mode eager``: one reader for the whole run, with ``enable_checkpointing=True``; DALI's
   ``ndd.checkpoint.Checkpoint`` holds the reader's and the random generator's state.
 * ``--mode capture``: ``next_epoch(capture=True)``, which DALI 2.4 cannot checkpoint. Instead
-  every epoch gets a fresh reader, random generator and EvalContext, seeded by the epoch, so
-  that the epoch number alone fixes DALI's state at the epoch's start. A checkpoint records the
-  epoch and the steps done in it; a resume in the middle of an epoch rebuilds that epoch's
-  reader, skips the batches already trained on (reading them, not decoding them, and drawing
-  their random numbers), trains the rest of the epoch eagerly, and returns to capture mode
-  at the next epoch.
+  every epoch gets a fresh reader and random generator, seeded by the epoch (and the rank), and
+  a fresh EvalContext, so that the epoch number alone fixes DALI's state at the epoch's start. A
+  checkpoint records the epoch and the steps done in it; a resume in the middle of an epoch
+  rebuilds that epoch's reader, skips the batches already trained on (reading them, not
+  decoding them, and drawing their random numbers), trains the rest of the epoch eagerly, and
+  returns to capture mode at the next epoch.
 * ``--mode capture-plain`` (for comparison): capture mode with one reader for all epochs and
   no checkpoints (``--every 0``).
 
