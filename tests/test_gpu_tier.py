@@ -250,6 +250,7 @@ def test_the_ranks_use_one_gpu_each_when_there_are_enough(gpu_results: Results) 
 # --- the tier's checks, on the committed H200 records (CI) ---
 
 
+@pytest.mark.slow  # every notebook's GPU checks, on each committed H200 record
 def test_the_committed_h200_records_pass_the_gpu_tier(tmp_path: Path) -> None:
     """The records of results/ that a GPU machine made, laid out as the run folder they came
     from, pass this module's checks: a check that no GPU run could pass would show here, in CI."""

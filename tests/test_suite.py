@@ -37,6 +37,7 @@ def _notebook(path: Path, *cells: str) -> Path:
     return path
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_failing_cell_is_named_and_its_notebook_kept(tmp_path: Path) -> None:
     notebook = _notebook(tmp_path / "07-broken.ipynb", "print('fine')", "1 / 0")
     run = suite.run_notebook(notebook, tmp_path / "out", {})
@@ -47,6 +48,7 @@ def test_a_failing_cell_is_named_and_its_notebook_kept(tmp_path: Path) -> None:
     assert "07-broken" in text and "FAILED" in text and str(run.executed) in text
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path: Path) -> None:
     notebook = _notebook(tmp_path / "09-stale.ipynb", SAVE_ANSWER.format(name="09-stale"))
     node = nbformat.read(notebook, as_version=4)
@@ -66,6 +68,7 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     assert recorded["output_path"] == str(run.executed)
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(tmp_path: Path,
                                                                                monkeypatch) -> None:
     """`make test-gpu` on a GPU machine: --device gpu where the notebook's "auto" picks the GPU
@@ -103,6 +106,7 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         shutil.rmtree(out)
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``jobs=2``: each kernel is told its own results folder (no variable of the runner's own
@@ -284,6 +288,7 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
     assert not (notebooks / "build").exists()
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_warning_names_an_installed_packages_file_without_the_machines_folders(tmp_path: Path) -> None:
     warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning"
     assert suite.portable_text(warning) == "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
@@ -314,6 +319,7 @@ def test_a_full_run_says_first_how_long_it_should_take() -> None:
     assert expected_time(chosen, "cpu", "ci") is None  # a CI-scale run has no record to go by
 
 
+@pytest.mark.notebook  # starts a Jupyter kernel
 def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
     """papermill's kernels, started with the runner's arguments, print no TCP warning (without
     them every kernel does)."""
