@@ -113,12 +113,13 @@ def _check_rates(label: str, values: Sequence[float]) -> list[float]:
     return values
 
 
-def decimals(*bounds: float) -> int:
+def decimals(*bounds: float, against: Sequence[float] = (1.0,)) -> int:
     """How many decimals an interval's bounds are printed with: two, more where a bound would
-    round to 1 from one side of it (an interval that excludes 1 must not read as touching it),
-    four at most."""
+    round to a value it is compared with (1, a goal) from one side of it (an interval that
+    excludes 1 must not read as touching it), four at most."""
     digits = 2
-    while digits < 4 and any(b != 1 and round(b, digits) == 1 for b in bounds):
+    while digits < 4 and any(b != v and round(b, digits) == round(v, digits)
+                             for b in bounds for v in against):
         digits += 1
     return digits
 
@@ -241,7 +242,7 @@ def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
         low, high = g["ci95"]
         count = g.get("trials", g.get("launches"))
         unit = "trials" if "trials" in g else "launches"
-        d = decimals(low, high)
+        d = decimals(low, high, against=(1.0, g["goal"]))
         yield (f"{name}: {g['ratio']:.{d}f}x, 95% interval [{low:.{d}f}, {high:.{d}f}] over {count} "
                f"{unit} (goal >= {g['goal']}x): {g['verdict']}")
 

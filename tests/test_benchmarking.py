@@ -104,6 +104,8 @@ def test_an_interval_that_excludes_1_never_prints_as_touching_it() -> None:
     assert str(Ratio(1.0, 0.97, 1.0, 12, True)) == "1.00x [0.97-1.00]"  # touching 1: as it is
     (line,) = goal_lines({"a / b": Ratio(0.95, 0.9, 0.996, 5, True).goal(0.9)})
     assert "95% interval [0.900, 0.996]" in line
+    (line,) = goal_lines({"a / b": Ratio(0.98, 0.96866, 0.99051, 5, True).goal(0.97)})
+    assert "95% interval [0.969, 0.991]" in line and line.endswith("inconclusive")  # not [0.97, ...]
 
 
 def test_one_trial_gives_no_interval() -> None:
