@@ -28,7 +28,7 @@ help:
 	@echo "make test       set up, then lint, the tests (unit, notebooks at CI scale, browser) and nbval"
 	@echo "make test-fast  unit tests only (no notebook runs, no browser, nothing slow): the inner loop"
 	@echo "make lint       ruff on the code and the notebooks, import-linter contracts, actionlint on CI"
-	@echo "make nbval      nbval on copies of the notebooks with checked cells (run with their own defaults)"
+	@echo "make nbval      nbval on copies of the notebooks with checked cells (run at CI scale)"
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
 	@echo "make test-gpu   GPU tier: each notebook once on the GPU at full size, then the GPU tests (needs a GPU)"
@@ -65,14 +65,17 @@ test: lint data
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory nbval
 
+# the unit tests, on up to 4 processes (pytest-xdist); `make test` runs in one process, where the
+# CI-scale run of the notebooks starts once, in a thread beside the other tests (tests/conftest.py)
 test-fast: data
-	$(PY) -m pytest -m "not slow and not browser and not notebook"
+	$(PY) -m pytest -m "not slow and not browser and not notebook" --numprocesses auto --maxprocesses 4
 
-# nbval re-runs, at their own defaults, the committed notebooks that have cells whose outputs it
-# compares (nbval-check-output); every notebook already ran once in the tests' CI-scale run
+# nbval re-runs the committed notebooks that have cells whose outputs it compares
+# (nbval-check-output), at CI scale (those cells' outputs do not depend on it); every notebook
+# already ran once in the tests' CI-scale run
 nbval: data
 	rm -rf $(NBVAL_COPIES)
-	$(PY) -m tools.suite copy --checked-only --to $(NBVAL_COPIES)
+	$(PY) -m tools.suite copy --checked-only --scale ci --to $(NBVAL_COPIES)
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 

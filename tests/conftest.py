@@ -3,7 +3,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
+from collections.abc import Iterator
+from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +33,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the browser is marked ``browser`` (so ``-m "not browser"`` leaves it
     out), whichever fixture brought the browser in; one that checks a GPU run is marked ``gpu``
-    (``make test-gpu`` runs ``-m gpu``)."""
+    (``make test-gpu`` runs ``-m gpu``). The tests that read the CI-scale run, or must not run
+    beside it, go last, in their order, so that the others run while it runs."""
     for item in items:
         if "chromium_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
         if "gpu_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gpu)
+    last = {"ci_run", "scratch_folders_to_ourselves"}
+    items.sort(key=lambda item: bool(last & set(getattr(item, "fixturenames", ()))))  # stable
 
 
 def under_ci() -> bool:
@@ -103,14 +110,16 @@ def _fingerprint() -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-@pytest.fixture(scope="session")
-def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Every notebook executed once at CI scale, two at a time (shared by the tests of all
-    notebooks)."""
+# The CI-scale run of every notebook (``ci_run``) takes most of `make test`'s time and leaves a
+# core partly idle (kernels wait on data and on each other): it starts in a thread of its own as
+# soon as the tests are collected, the other tests run beside it, and the tests that read it run
+# last (``pytest_collection_modifyitems``).
+_ci_run: Future | None = None
 
+
+def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, suite.NotebookRun]:
     locate_data(verbose=False)  # build the data first: a first build is not a change
     before = _fingerprint()
-    out = tmp_path_factory.mktemp("ci-run")
     runs = suite.run_suite("auto", "ci", out, jobs=2)  # two at a time: CI keeps no timings
     after = _fingerprint()
     # a data set that a notebook builds on first use (notebook 05's photo set) is new, not changed
@@ -119,6 +128,49 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert not changed and not added, \
         f"running the notebooks changed committed files or data: {changed + added}"
     return {run.name: run for run in runs}
+
+
+_ci_run_folder: Path | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    global _ci_run, _ci_run_folder
+    if any("ci_run" in getattr(item, "fixturenames", ()) for item in session.items):
+        _ci_run_folder = Path(tempfile.mkdtemp(prefix="ci-run-"))
+        _ci_run = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-run").submit(
+            _run_every_notebook_at_ci_scale, _ci_run_folder)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's folder goes once the session ends (an interrupted session waits for the run's
+    notebooks to end first: papermill cannot stop a cell)."""
+    if _ci_run is not None:
+        _ci_run.exception()  # waits
+    if _ci_run_folder is not None:
+        shutil.rmtree(_ci_run_folder, ignore_errors=True)
+
+
+@pytest.fixture
+def scratch_folders_to_ourselves() -> Iterator[None]:
+    """For a test that runs a notebook's set-up, which empties the notebook's scratch folder
+    (``helpers.paths.work_folder``: build/nb04, build/nb06): it waits until the CI-scale run,
+    which works in the same folders, is over (such tests go last), and the folders that the
+    set-up made are removed after it."""
+    if _ci_run is not None:
+        _ci_run.exception()  # waits
+    build = REPO_ROOT / "build"
+    before = set(build.glob("nb[0-9][0-9]"))
+    yield
+    for folder in set(build.glob("nb[0-9][0-9]")) - before:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ci_run() -> Iterator[dict[str, suite.NotebookRun]]:
+    """Every notebook executed once at CI scale, two at a time (shared by the tests of all
+    notebooks): the run that started when the tests were collected."""
+    assert _ci_run is not None, "the CI-scale run starts only when a collected test asks for ci_run"
+    yield _ci_run.result()
 
 
 def check_goal(goal: dict[str, Any], target: float, count: int) -> None:

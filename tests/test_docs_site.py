@@ -29,6 +29,7 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -131,10 +132,14 @@ def _status(url: str) -> int:
         return err.code
 
 
-def page_problems(browser: Any, base_url: str, page_path: str,
-                  screenshot: Path | None = None) -> tuple[list[str], list[dict[str, Any]]]:
-    """Load one page; what is wrong with it, and its <img> elements (src, naturalWidth)."""
+def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path | None = None,
+                  measure: Callable[[Any], dict[str, Any]] | None = None,
+                  ) -> tuple[list[str], list[dict[str, Any]], dict[str, Any]]:
+    """Load one page at 1280x900; what is wrong with it, its <img> elements (src, naturalWidth),
+    and what ``measure(page)`` reads off it once it has loaded (the other checks of the page at
+    this width, so that it is loaded once)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    measured: dict[str, Any] = {}
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console error: {m.text}")
             if m.type == "error" else None)
@@ -152,10 +157,12 @@ def page_problems(browser: Any, base_url: str, page_path: str,
     try:
         response = page.goto(base_url + page_path, wait_until="load")
         if response is None or response.status != 200:
-            return [f"HTTP status {response.status if response else None}"], []
+            return [f"HTTP status {response.status if response else None}"], [], measured
         page.wait_for_function("Array.from(document.images).every(i => i.complete)",
                                timeout=15_000)
         page.wait_for_timeout(200)  # late console messages of scripts run on load
+        if measure is not None:
+            measured = measure(page)
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             is_notebook = page_path.startswith("notebooks/")
@@ -189,7 +196,7 @@ def page_problems(browser: Any, base_url: str, page_path: str,
                 html = urllib.request.urlopen(target, timeout=10).read().decode()
                 if not re.search(rf'\bid="{re.escape(fragment)}"', html):
                     problems.append(f"link {link}: no anchor #{fragment}")
-        return problems, images
+        return problems, images, measured
     finally:
         page.close()
 
@@ -207,11 +214,47 @@ def test_site_has_a_page_for_every_nav_entry_and_every_notebook(site: Path) -> N
     assert {f"notebooks/{p.stem}.html" for p in notebook_paths()} <= set(built)
 
 
+def _measure_wide(page: Any) -> dict[str, Any]:
+    """What the tests of a page at 1280 px read off it: how it reads (``READING_JS``), its height,
+    its h2 headings with their tops, and a notebook's download note."""
+    note = page.locator(".notebook-download")
+    parameters = page.locator(".run-parameters")
+    return {
+        "reading": page.evaluate(READING_JS, [FIGURE_MIN_WIDTH, True, PROGRESS_PATTERN]),
+        "height": page.evaluate("document.documentElement.scrollHeight"),
+        "headings": page.evaluate("""[...document.querySelectorAll('.md-content h2')].map(h => [
+            h.textContent.replace('\u00b6', '').trim(), h.getBoundingClientRect().top + window.scrollY])"""),
+        "downloads": {a.get_attribute("href"): a.get_attribute("download") is not None
+                      for a in note.locator("a").all()},
+        "note": note.inner_text() if note.count() else "",
+        "run_parameters": parameters.inner_text() if parameters.count() else None,
+    }
+
+
+@pytest.fixture(scope="module")
+def wide_view(browser: Any, base_url: str) -> Callable[[str], dict[str, Any]]:
+    """``wide_view(page_path)``: the page loaded once at 1280x900 (``page_problems``, with a
+    screenshot in build/site-screenshots/), what is wrong with it and what ``_measure_wide`` read;
+    every test of a page at that width reads this one load."""
+    loaded: dict[str, dict[str, Any]] = {}
+
+    def view(page_path: str) -> dict[str, Any]:
+        if page_path not in loaded:
+            shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
+            problems, images, measured = page_problems(browser, base_url, page_path, screenshot=shot,
+                                                       measure=_measure_wide)
+            loaded[page_path] = {"problems": problems, "images": images, **measured}
+        return loaded[page_path]
+
+    return view
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_cleanly(browser: Any, base_url: str, page_path: str, hooks: Any) -> None:
-    shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
-    problems, images = page_problems(browser, base_url, page_path, screenshot=shot)
+def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_url: str, page_path: str,
+                              hooks: Any) -> None:
+    view = wide_view(page_path)
+    problems, images = view["problems"], view["images"]
     assert not problems, f"{page_path}: " + "; ".join(problems)
     if page_path.startswith("notebooks/"):
         notebook = ROOT / Path(page_path).with_suffix(".ipynb")
@@ -234,7 +277,7 @@ def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
         "<pre>Traceback (most recent call last):</pre>"
         '<a href="index.html#nowhere">anchor</a><a href="gone.html">gone</a>')
     with serve(tmp_path) as url:
-        problems, _ = page_problems(browser, url, "bad.html")
+        problems, _, _ = page_problems(browser, url, "bad.html")
     report = "\n".join(problems)
     for expected in ("console error: boom", "image did not load: missing.png",
                      "outside the site: https://example.com/x.png", "a rendered traceback",
@@ -372,11 +415,11 @@ def reading_problems(browser: Any, url: str, viewport: dict[str, int]) -> list[s
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_reads_at_1280_px(browser: Any, base_url: str, page_path: str) -> None:
+def test_page_reads_at_1280_px(wide_view: Callable[[str], dict[str, Any]], page_path: str) -> None:
     """Code fits unwrapped, text outputs wrap at spaces and never spill, wide outputs scroll in
     their own box, every section is in the table of contents, figures keep their width, and
     nothing of the test machinery shows."""
-    problems = reading_problems(browser, base_url + page_path, WIDE)
+    problems = wide_view(page_path)["reading"]
     assert not problems, f"{page_path} at 1280 px:\n" + "\n".join(problems)
 
 
@@ -439,32 +482,35 @@ def test_landing_page_table_scrolls_on_a_phone(browser: Any, base_url: str) -> N
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_says_what_its_download_needs(browser: Any, base_url: str,
+def test_notebook_page_says_what_its_download_needs(wide_view: Callable[[str], dict[str, Any]], base_url: str,
                                                     page_path: str, hooks: Any) -> None:
-    page = browser.new_page()
-    try:
-        page.goto(base_url + page_path)
-        note = page.locator(".notebook-download")
-        name = Path(page_path).with_suffix(".ipynb").name
-        assert note.locator(f"a[download][href='{name}']").count() == 1
-        assert _status(base_url + f"notebooks/{name}") == 200
-        text = note.inner_text()
-        assert re.sub(r"<[^>]+>", "", hooks.NEEDS_THE_REPOSITORY) in text
-        assert "make lab" in text and "make data" in text
-        notebook = json.loads((ROOT / Path(page_path).with_suffix(".ipynb")).read_text())
-        parameters = hooks.run_parameters(notebook)
-        if parameters:  # the injected cell's assignments, said in one line
-            line = page.locator(".run-parameters").inner_text()
-            assert all(p in line for p in parameters), (line, parameters)
-    finally:
-        page.close()
+    view = wide_view(page_path)
+    name = Path(page_path).with_suffix(".ipynb").name
+    assert view["downloads"].get(name) is True, view["downloads"]  # <a download href=name>
+    assert _status(base_url + f"notebooks/{name}") == 200
+    text = view["note"]
+    assert re.sub(r"<[^>]+>", "", hooks.NEEDS_THE_REPOSITORY) in text
+    assert "make lab" in text and "make data" in text
+    notebook = json.loads((ROOT / Path(page_path).with_suffix(".ipynb")).read_text())
+    parameters = hooks.run_parameters(notebook)
+    if parameters:  # the injected cell's assignments, said in one line
+        line = view["run_parameters"]
+        assert line is not None and all(p in line for p in parameters), (line, parameters)
 
 
-def _copy_checkout(tmp_path: Path) -> Path:
-    """The parts of the checkout that the site is built from, in a temporary folder."""
+def _copy_checkout(tmp_path: Path, keep: set[str]) -> Path:
+    """The parts of the checkout that the site is built from, in a temporary folder. The notebooks
+    not named in ``keep`` (stems) are cut to their title, with their metadata: a build converts
+    every notebook, these tests look at a few, and the others' pages must still be there for the
+    links to them."""
     root = tmp_path / "checkout"
     for folder in ("docs", "notebooks", "results", "tools"):
         shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for notebook in notebook_paths(root):
+        if notebook.stem not in keep:
+            node = json.loads(notebook.read_text())
+            node["cells"] = node["cells"][:1]
+            notebook.write_text(json.dumps(node))
     return root
 
 
@@ -472,7 +518,7 @@ def _copy_checkout(tmp_path: Path) -> Path:
 def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     """A checkout with one fault of each kind that the build must catch: one strict build
     reports them all (each alone is a warning, and a warning fails the build)."""
-    root = _copy_checkout(tmp_path)
+    root = _copy_checkout(tmp_path, {"01-getting-started", "02-capture-mode", "04-scaling-out"})
     running = root / "docs" / "pages" / "running.md"
     running.write_text(running.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
     config = root / "docs" / "mkdocs.yml"
@@ -536,8 +582,9 @@ def _longest_printout(root: Path) -> tuple[Path, int, int]:
 def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, tmp_path: Path) -> None:
     """The longest printout of the notebooks not folded yet, tagged ``collapse-output`` in a copy
     of the checkout: its page shows it folded, in a line, and unfolded on a click."""
-    root = _copy_checkout(tmp_path)
-    path, index, lines = _longest_printout(root)
+    path, index, lines = _longest_printout(ROOT)
+    root = _copy_checkout(tmp_path, {path.stem})
+    path = root / "notebooks" / path.name
     notebook = json.loads(path.read_text())
     cell_id = notebook["cells"][index]["id"]
     notebook["cells"][index].setdefault("metadata", {}).setdefault("tags", []).append("collapse-output")
@@ -716,30 +763,19 @@ FIRST_LESSON_BY = 2 * SCREEN  # px: the first lesson's heading within the first 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_is_at_most_20_screens_at_1280_px(browser: Any, base_url: str,
+def test_notebook_page_is_at_most_20_screens_at_1280_px(wide_view: Callable[[str], dict[str, Any]],
                                                        page_path: str) -> None:
-    page = browser.new_page(viewport=WIDE)
-    try:
-        page.goto(base_url + page_path, wait_until="load")
-        height = page.evaluate("document.documentElement.scrollHeight")
-    finally:
-        page.close()
+    height = wide_view(page_path)["height"]
     assert height <= MOST_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_starts_its_first_lesson_within_two_screens(browser: Any, base_url: str,
+def test_notebook_page_starts_its_first_lesson_within_two_screens(wide_view: Callable[[str], dict[str, Any]],
                                                                   page_path: str) -> None:
     """The first section heading after the parameters (a lesson, not the set-up) starts within
     1,800 px at 1280 px: the set-up cells are folded (hide-input) and the introduction is short."""
-    page = browser.new_page(viewport=WIDE)
-    try:
-        page.goto(base_url + page_path, wait_until="load")
-        headings = page.evaluate("""[...document.querySelectorAll('.md-content h2')].map(h => [
-            h.textContent.replace('\u00b6', '').trim(), h.getBoundingClientRect().top + window.scrollY])""")
-    finally:
-        page.close()
+    headings = wide_view(page_path)["headings"]
     lessons = [(text, top) for text, top in headings if text != "Parameters"]
     assert lessons, f"{page_path}: no section heading after the parameters"
     text, top = lessons[0]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
 
-import nbformat
 import pytest
 from conftest import check_goal
+from notebook_setup import run_setup
 
 from helpers.data_sources import locate_photos
 from helpers.paths import REPO_ROOT
@@ -162,17 +161,13 @@ def test_a_truncated_jpeg_is_named(document) -> None:
     assert "astronaut_00000.jpg" in corrupt["dali_says"]["cpu"] and corrupt["check_decodable_ms_per_file"] > 0
 
 
-@pytest.mark.notebook
-def test_an_imagenet_style_folder_of_your_own_runs(tmp_path: Path) -> None:
-    """``image_dir`` with train/ and val/ of class subfolders: the header check, then every step."""
+def test_an_imagenet_style_folder_of_your_own_is_checked_and_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """``image_dir`` with train/ and val/ of class subfolders: the set-up checks the headers of
+    every file and reads train/ and val/ from it. The lessons after the set-up read only
+    ``train_dir``, ``val_dir`` and ``classes``, which the CI-scale run exercises on this photo set
+    (``ci_run``), so the set-up runs here alone, in this process (``notebook_setup.run_setup``)."""
     photos = locate_photos(128, verbose=False)
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {
-        "image_dir": str(photos.root), "device": "cpu", "trials": 2, "selection_trials": 1,
-        "dataloader_workers": [2], "thread_counts": [1], "image_size": 32, "batch_size": 16,
-        "most_trials": 2})
-    assert run.ok, run.error
-    assert run.results.parameters["image_dir"] == "data/photos-128"
-    assert run.results.results["labels_agree"] is True
-    executed = nbformat.read(run.executed, as_version=4)
-    printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
-    assert "checked the headers of 128 files" in printed
+    namespace = run_setup(NOTEBOOK, {"image_dir": str(photos.root), "device": "cpu", "batch_size": 16})
+    assert "checked the headers of 128 files" in capsys.readouterr().out
+    assert (namespace["train_dir"], namespace["val_dir"]) == (photos.train, photos.val)
+    assert namespace["classes"] == sorted(p.name for p in photos.train.iterdir() if p.is_dir())

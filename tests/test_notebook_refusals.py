@@ -22,6 +22,8 @@ from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
+# the set-ups of 04 and 06 empty their scratch folders, where the CI-scale run may be at work
+pytestmark = pytest.mark.usefixtures("scratch_folders_to_ourselves")
 no_gpu = pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
 
 CASES = [
@@ -59,12 +61,19 @@ CASES = [
 
 @pytest.mark.parametrize("name,parameters,error,message", CASES)
 def test_a_bad_parameter_is_refused_by_name_in_the_set_up(name, parameters, error, message) -> None:
-    before = set((REPO_ROOT / "build").glob("nb0*-*"))
+    """Refused before the set-up empties or makes the notebook's scratch folder (build/nb04,
+    ``helpers.paths.work_folder``), which another run of the notebook may be using."""
+    scratch = REPO_ROOT / "build" / f"nb{name[:2]}"
+
+    def state() -> int | None:  # emptying it makes it anew: another inode
+        return scratch.stat().st_ino if scratch.is_dir() else None
+
+    before = state()
     notebook = NOTEBOOKS / f"{name}.ipynb"
     with pytest.raises(error) as raised:
         run_setup(notebook, {**suite.parameters_for(notebook, "ci", "cpu"), **parameters})
     assert message in str(raised.value)
-    assert set((REPO_ROOT / "build").glob("nb0*-*")) == before, "a refused run left a working folder"
+    assert state() == before, "a refused set-up made or emptied the notebook's scratch folder"
 
 
 def test_a_loader_batch_larger_than_the_records_of_an_epoch_is_refused(tmp_path: Path) -> None:

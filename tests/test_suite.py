@@ -251,6 +251,25 @@ def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> N
     assert copies[0].read_text() != "my work"
 
 
+def test_nbval_copies_at_ci_scale_carry_its_parameters_after_the_parameters_cell(tmp_path: Path) -> None:
+    """`make nbval`'s copies: only the notebooks with checked cells, each with the CI scale's
+    parameters in a cell of papermill's own after its parameters cell."""
+    copies = suite.copy_notebooks(tmp_path, fresh=True, checked_only=True, scale="ci")
+    assert copies and all(suite.has_checked_cells(c) for c in copies)
+    assert len(copies) < len(suite.notebooks())
+    for copy in copies:
+        cells = nbformat.read(copy, as_version=4).cells
+        tags = [c.metadata.get("tags", []) for c in cells]
+        at = next(i for i, t in enumerate(tags) if "parameters" in t)
+        assert "injected-parameters" in tags[at + 1], copy.name
+        wanted = suite.parameters_for(suite.NOTEBOOK_DIR / copy.name, "ci", "auto")
+        assert wanted and all(f"{k} = {v!r}" in cells[at + 1].source for k, v in wanted.items())
+        assert sum("injected-parameters" in t for t in tags) == 1
+    plain = suite.copy_notebooks(tmp_path / "plain", checked_only=True)
+    assert not any("injected-parameters" in c.metadata.get("tags", [])
+                   for copy in plain for c in nbformat.read(copy, as_version=4).cells)
+
+
 def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewrite(tmp_path: Path) -> None:
     """The committed notebooks record the Python of the machine they ran on (the GPU runner's);
     JupyterLab rewrites language_info from the kernel on opening, which marks a copy modified."""

@@ -42,6 +42,7 @@ import nbformat
 import papermill
 from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
+from papermill.parameterize import parameterize_notebook
 
 from helpers import records as records_format
 from helpers.benchmarking import machine_label
@@ -170,12 +171,13 @@ def has_checked_cells(notebook: Path) -> bool:
 
 
 def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False,
-                   checked_only: bool = False) -> list[Path]:
+                   checked_only: bool = False, scale: str | None = None) -> list[Path]:
     """Copies of the notebooks without papermill's injected parameters, in ``dest``: working
     copies for `make lab` (an existing copy is kept: it may hold your work; ``provenance``: a
     note first that says where its stored outputs came from) or for nbval (``fresh``:
     replaced; ``checked_only``: only the notebooks with cells whose outputs nbval compares, as
-    the others are executed once already by the CI-scale run of the tests)."""
+    the others are executed once already by the CI-scale run of the tests; ``scale``: that
+    scale's parameters injected as papermill injects them, in a cell after the parameters)."""
     dest.mkdir(parents=True, exist_ok=True)
     copies = []
     for notebook in notebooks():
@@ -189,6 +191,8 @@ def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False,
             node.metadata.setdefault("language_info", {})["version"] = platform.python_version()
             if provenance:
                 node.cells.insert(0, provenance_cell(nbformat.read(notebook, as_version=4)))
+            if scale not in (None, "full"):
+                node = parameterize_notebook(node, parameters_for(notebook, scale, "auto"))
             nbformat.write(node, copy)
         copies.append(copy)
     return copies
@@ -440,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("run", "bench", "record", "copy"))
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "gpu"))
     parser.add_argument("--scale", default=None, choices=SCALES,
-                        help="parameter set (default: full for run, bench for bench)")
+                        help="parameter set (default: full for run, bench for bench; copy: none injected)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: new)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
     parser.add_argument("--jobs", type=int, default=1,
@@ -462,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "copy":
         if args.to is None:
             parser.error("copy needs --to FOLDER")
-        copies = copy_notebooks(args.to, args.fresh, args.provenance, args.checked_only)
+        copies = copy_notebooks(args.to, args.fresh, args.provenance, args.checked_only, args.scale)
         print(f"{len(copies)} notebooks in {relative(args.to)}")
         return 0
     scale = args.scale or ("bench" if args.command == "bench" else "full")
