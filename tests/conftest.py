@@ -110,11 +110,12 @@ def _fingerprint() -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-# The CI-scale run of every notebook (``ci_run``) takes most of `make test`'s time and leaves a
-# core partly idle (kernels wait on data and on each other): it starts in a thread of its own as
-# soon as the tests are collected, the other tests run beside it, and the tests that read it run
-# last (``pytest_collection_modifyitems``).
+# The CI-scale run of every notebook (``ci_run``) takes most of `make test`'s time and kept 1.5
+# of 2 cores busy on its own: it starts in a thread of its own as soon as the tests are collected,
+# the other tests run beside it, and the tests that read it run last
+# (``pytest_collection_modifyitems``).
 _ci_run: Future | None = None
+_ci_run_folder: Path | None = None
 
 
 def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, suite.NotebookRun]:
@@ -128,9 +129,6 @@ def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, suite.NotebookRun]:
     assert not changed and not added, \
         f"running the notebooks changed committed files or data: {changed + added}"
     return {run.name: run for run in runs}
-
-
-_ci_run_folder: Path | None = None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -166,11 +164,11 @@ def scratch_folders_to_ourselves() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def ci_run() -> Iterator[dict[str, suite.NotebookRun]]:
+def ci_run() -> dict[str, suite.NotebookRun]:
     """Every notebook executed once at CI scale, two at a time (shared by the tests of all
     notebooks): the run that started when the tests were collected."""
     assert _ci_run is not None, "the CI-scale run starts only when a collected test asks for ci_run"
-    yield _ci_run.result()
+    return _ci_run.result()
 
 
 def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
