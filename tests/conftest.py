@@ -133,6 +133,8 @@ def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, suite.NotebookRun]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     global _ci_run, _ci_run_folder
+    if session.config.option.collectonly:  # --collect-only runs no test
+        return
     if any("ci_run" in getattr(item, "fixturenames", ()) for item in session.items):
         _ci_run_folder = Path(tempfile.mkdtemp(prefix="ci-run-"))
         _ci_run = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-run").submit(
