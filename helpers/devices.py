@@ -61,3 +61,22 @@ def skip_message(step: str) -> str:
             "What it shows on a GPU: this notebook as committed in notebooks/ and its page of the "
             "docs site (`make docs`), where their run had a GPU (the README's inventory says where "
             "each notebook ran).")
+
+
+# Video decoders (NVDEC engines) of a whole GPU, by a word of its name; NVIDIA's MIG user guide
+# lists them with each GPU's full-size profile (7g for the H100 and H200, 7g for the A100, 4g for
+# the A30). A GPU not listed here counts as one.
+VIDEO_DECODERS = {"H200": 7, "H100": 7, "GH200": 7, "A100": 5, "A30": 4}
+
+
+def video_decoders(gpu_name: str | None, *, say=print) -> int:
+    """How many hardware video decoders a GPU of this name has (``VIDEO_DECODERS``), so that a
+    loader can run one video reader per decoder; 1, with a printed line, for a GPU not in the
+    table (pass your count as the notebook's ``readers`` parameter) or no GPU."""
+    for word in (gpu_name or "").replace("-", " ").split():
+        if word in VIDEO_DECODERS:
+            return VIDEO_DECODERS[word]
+    say(f"Video decoders: {gpu_name or 'no GPU'} is not in helpers.devices.VIDEO_DECODERS, so one "
+        "reader is the default; set `readers` to your GPU's count of NVDEC engines (NVIDIA's "
+        "MIG user guide and product briefs list them).")
+    return 1

@@ -52,8 +52,11 @@ class DynamicFeed:
     def epoch(self) -> Iterator[Batch]:
         with self.context:
             batches = self.reader.next_epoch(batch_size=self.batch_size, capture=self.capture)
-            for batch in self.guard(batches) if self.capture else batches:
-                yield self.step(*batch)
+            try:
+                for batch in self.guard(batches) if self.capture else batches:
+                    yield self.step(*batch)
+            finally:  # an epoch left early ends here, on this thread, inside its context
+                batches.close()
 
     def close(self) -> None:
         pass

@@ -1,0 +1,154 @@
+"""What the hardware is doing while a loader runs: a sampler of NVIDIA's management library (NVML,
+through ``nvidia-ml-py``'s ``pynvml``) and of the CPU, to read beside every GPU rate.
+
+    sampler = Sampler()                 # GPU 0; says once when NVML is missing
+    with sampler.sample() as busy:      # a thread reads NVML every 50 ms meanwhile
+        run_one_epoch()
+    busy.as_dict()   # {"gpu_pct": ..., "nvdec_pct": ..., "nvjpg_pct": ..., "cpu_pct": ..., ...}
+
+What each figure is, as NVML defines it: ``gpu_pct`` the share of time in which one or more
+kernels ran on the GPU (not how many of its multiprocessors they kept busy); ``nvdec_pct`` and
+``nvjpg_pct`` the share of time the video decoders and the JPEG decoders were busy, averaged over
+all the engines of each kind (an H200 has seven of each: one engine busy all the time reads about
+14%). NVML averages each reading over its own sampling period (a fraction of a second), so a
+trial should last a second or more. ``cpu_pct``: the machine's CPU time over the trial, as a
+share of all its cores (psutil), measured with or without NVML.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+import psutil
+
+INTERVAL_S = 0.05
+BUSY_FIELDS = ("user", "system", "nice", "irq", "softirq")  # psutil.cpu_times(): time not idle
+ENGINES = {"gpu_pct": "GPU (a kernel running)", "nvdec_pct": "NVDEC (video decoders)",
+           "nvjpg_pct": "NVJPG (JPEG decoders)"}
+
+
+@dataclass
+class Busy:
+    """One trial's readings: each engine's mean (and the highest reading) over the trial, in
+    percent; None where NVML could not read it (no GPU, no NVML, an engine the GPU lacks)."""
+
+    readings: dict[str, list[float]] = field(default_factory=dict)
+    cpu_pct: float | None = None
+
+    def mean(self, key: str) -> float | None:
+        values = self.readings.get(key)
+        return statistics.fmean(values) if values else None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {key: self.mean(key) for key in ENGINES}
+        out.update({key.replace("_pct", "_max_pct"): max(v) if (v := self.readings.get(key)) else None
+                    for key in ENGINES})
+        out["cpu_pct"] = self.cpu_pct
+        out["nvml_samples"] = max((len(v) for v in self.readings.values()), default=0)
+        return out
+
+
+def _load_nvml() -> Any | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    return pynvml
+
+
+class Sampler:
+    """Reads NVML's utilization counters of GPU ``index`` on a background thread while a trial
+    runs (``sample()``), and the CPU time of the whole machine. Without NVML (no NVIDIA driver,
+    no ``nvidia-ml-py``) it says so once, and its trials carry the CPU figure alone."""
+
+    def __init__(self, index: int = 0, *, interval: float = INTERVAL_S,
+                 say: Callable[[str], None] = print) -> None:
+        self.interval = interval
+        self.nvml = _load_nvml()
+        self.handle: Any = None
+        self.name: str | None = None
+        self.why_not = ""
+        if self.nvml is None:
+            self.why_not = "nvidia-ml-py (pynvml) is not installed"
+        else:
+            try:
+                self.nvml.nvmlInit()
+                self.handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+                self.name = str(self.nvml.nvmlDeviceGetName(self.handle))
+            except Exception as error:  # noqa: BLE001  (NVMLError_LibraryNotFound, no GPU, ...)
+                self.handle = None
+                self.why_not = f"NVML cannot be read here ({type(error).__name__})"
+        self.readers = self._readers()
+        if not self.available:
+            say(f"Hardware sampler: {self.why_not}; no GPU engine utilization is recorded "
+                "(the CPU's is).")
+
+    @property
+    def available(self) -> bool:
+        return bool(self.readers)
+
+    def _readers(self) -> dict[str, Callable[[], float]]:
+        if self.handle is None:
+            return {}
+        nvml, handle = self.nvml, self.handle
+        candidates = {"gpu_pct": lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                      "nvdec_pct": lambda: float(nvml.nvmlDeviceGetDecoderUtilization(handle)[0]),
+                      "nvjpg_pct": lambda: float(nvml.nvmlDeviceGetJpgUtilization(handle)[0])}
+        readers = {}
+        for key, read in candidates.items():
+            try:
+                read()
+            except Exception:  # noqa: BLE001  (an engine or a call this GPU or driver lacks)
+                continue
+            readers[key] = read
+        return readers
+
+    def read(self) -> dict[str, float]:
+        """One reading of every engine NVML reports on this GPU."""
+        return {key: read() for key, read in self.readers.items()}
+
+    @contextmanager
+    def sample(self) -> Iterator[Busy]:
+        busy = Busy({key: [] for key in self.readers})
+        stop = threading.Event()
+
+        def poll() -> None:
+            while not stop.wait(self.interval):
+                for key, value in self.read().items():
+                    busy.readings[key].append(value)
+
+        thread = threading.Thread(target=poll, daemon=True, name="hardware sampler")
+        before, start = psutil.cpu_times(), time.perf_counter()
+        if self.readers:
+            thread.start()
+        try:
+            yield busy
+        finally:
+            stop.set()
+            if self.readers:
+                thread.join()
+            after, seconds = psutil.cpu_times(), time.perf_counter() - start
+            used = sum(getattr(after, f, 0.0) - getattr(before, f, 0.0) for f in BUSY_FIELDS)
+            busy.cpu_pct = 100 * used / (seconds * (psutil.cpu_count() or 1)) if seconds > 0 else None
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.nvml.nvmlShutdown()
+            self.handle, self.readers = None, {}
+
+
+def busy_line(busy: dict[str, Any]) -> str:
+    """A trial's readings in a line: ``NVDEC 91% (max 100%), GPU 40%, CPU 12%``."""
+    parts = [f"{label.split(' ')[0]} {busy[key]:.0f}% (max {busy[key.replace('_pct', '_max_pct')]:.0f}%)"
+             for key, label in ENGINES.items() if busy.get(key) is not None]
+    if busy.get("cpu_pct") is not None:
+        parts.append(f"CPU {busy['cpu_pct']:.0f}%")
+    return ", ".join(parts) or "not measured"
