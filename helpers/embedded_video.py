@@ -3,9 +3,9 @@ embedded photographs (one class a subject, as in the photo set), built on first 
 by a manifest, like the rest of the embedded data (``helpers.embedded_data``).
 
 Each video is an MP4 file of ``frames`` frames: VP9 (``"vp9"``), which DALI decodes on the CPU
-and the GPU, or H.264 (``"h264"``), which DALI decodes on the GPU only; every ``gop``-th frame a
-keyframe, no B-frames, a constant frame rate. PyAV (FFmpeg's libraries, with libvpx and libx264
-in its wheel) encodes them, on one thread each, so that a build is the same bytes every time.
+and the GPU, or H.264 (``"h264"``) or HEVC (``"hevc"``), which DALI decodes on the GPU only; every
+``gop``-th frame a keyframe, no B-frames, a constant frame rate. PyAV (FFmpeg's libraries, with
+libvpx, libx264 and libx265 in its wheel) encodes them, on one thread each, so that a build is the same bytes every time.
 
     python -m helpers.embedded_video --codec h264 --size 1280x720   # prebuild a set
 """
@@ -38,11 +38,13 @@ from helpers.paths import default_data_dir
 from helpers.paths import relative
 
 VIDEO_LAYOUT = 1  # bumped when the videos change: older builds are rebuilt
-CODECS = {"vp9": "libvpx-vp9", "h264": "libx264"}  # ours -> FFmpeg's encoder
+CODECS = {"vp9": "libvpx-vp9", "h264": "libx264", "hevc": "libx265"}  # ours -> FFmpeg's encoder
 # one thread, a fixed speed: the same bytes on every machine that has the same PyAV
 ENCODER_OPTIONS = {"vp9": {"threads": "1", "row-mt": "0", "deadline": "good", "cpu-used": "5",
                            "crf": "32", "b": "0"},
-                   "h264": {"threads": "1", "preset": "veryfast", "crf": "23", "bf": "0"}}
+                   "h264": {"threads": "1", "preset": "veryfast", "crf": "23", "bf": "0"},
+                   "hevc": {"preset": "veryfast", "crf": "26",
+                            "x265-params": "pools=1:frame-threads=1:bframes=0:log-level=error"}}
 ZOOM = (0.45, 0.9)  # the window's share of the largest one of the video's shape in the photo
 
 

@@ -115,3 +115,33 @@ def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figu
     ax.margins(x=0.25)
     fig.tight_layout()
     return fig
+
+
+def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float | None], *,
+                  xlabel: str, ylabel: str, busy_label: str, title: str) -> Figure:
+    """A rate against a count (readers, workers): each trial a dot, the geometric mean with its
+    95% interval as an error bar; beside it, on a second axis, how busy an engine was (its mean
+    over the trials, a square; None: not measured, not drawn)."""
+    counts = sorted(rates)
+    estimates = np.array([rate_interval(rates[n]) for n in counts])
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    ax.errorbar(counts, estimates[:, 0], yerr=[estimates[:, 0] - estimates[:, 1],
+                                               estimates[:, 2] - estimates[:, 0]],
+                fmt="o-", color="tab:green", capsize=4, label="geometric mean, 95% interval")
+    for i, n in enumerate(counts):
+        ax.plot([n] * len(rates[n]), rates[n], "k.", markersize=4, label="one trial" if i == 0 else None)
+    ax.set_xticks(counts)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    shown = [n for n in counts if busy.get(n) is not None]
+    if shown:
+        twin = ax.twinx()
+        twin.plot(shown, [busy[n] for n in shown], "s--", color="tab:purple", label=busy_label)
+        twin.set_ylim(0, 105)
+        twin.set_ylabel(f"{busy_label} (%)")
+        twin.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

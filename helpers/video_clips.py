@@ -104,3 +104,63 @@ class PyAVClips(Dataset):
         frames = read_clip(c.path, c.start, self.clip_frames, self.stride, size=self.size,
                            threads=self.threads)
         return torch.from_numpy(frames), c.label
+
+
+CLEARLY = 0.5  # a match is clear when its difference is at most half of the other's
+
+
+class ClipMismatchError(AssertionError):
+    """A DALI loader's frames match PyAV's frames of another start better than the clip's own."""
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Mean absolute differences (0-255 levels) between a loader's clips and PyAV's frames of the
+    same starts (``same``) and of the starts one frame earlier and later (``neighbours``, the
+    closer of the two). The colour conversions differ (YUV to RGB, each library its own way), and
+    more so on detailed content, so no fixed limit tells the right frames: the same frames must be
+    the clearly closer match."""
+
+    same: float
+    neighbours: float
+    clips: int
+
+    @property
+    def verdict(self) -> str:
+        if self.same <= CLEARLY * self.neighbours:
+            return "aligned"
+        if self.neighbours <= CLEARLY * self.same:
+            return "misaligned"
+        return "undecided"  # neighbouring frames barely differ: alignment cannot be judged
+
+    def __str__(self) -> str:
+        return (f"{self.clips} clips: {self.same:.2f} levels from PyAV's frames of the same starts, "
+                f"{self.neighbours:.2f} from the frames one earlier or later: {self.verdict}")
+
+
+def _mad(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
+
+
+def check_alignment(clips: Sequence[np.ndarray], path: Path, starts: Sequence[int], clip_frames: int,
+                    stride: int, frames: int) -> Alignment:
+    """Compare a loader's full-size clips of video ``path`` (``frames`` frames long), which start
+    at ``starts``, with PyAV's decoding of the same starts and of the starts one frame earlier and
+    later. Raises :class:`ClipMismatchError` when a neighbouring start is the clearly closer
+    match (the loader cuts other frames than it says); "undecided" (frames that barely change)
+    does not stop."""
+    same, neighbours = [], []
+    last_start = frames - clip_span(clip_frames, stride)
+    for clip, start in zip(clips, starts, strict=True):
+        same.append(_mad(clip, read_clip(path, start, clip_frames, stride)))
+        near = [_mad(clip, read_clip(path, s, clip_frames, stride))
+                for s in (start - 1, start + 1) if 0 <= s <= last_start]
+        neighbours.append(min(near))
+    result = Alignment(float(np.mean(same)), float(np.mean(neighbours)), len(same))
+    if result.verdict == "misaligned":
+        raise ClipMismatchError(
+            f"{path.name}: the loader's clips match PyAV's frames one position away better than the "
+            f"frames of their own starts ({result}). The loader cuts other frames than its starts "
+            "say: check the clip rule (step, stride, sequence_length) and the video's timestamps "
+            "(helpers.video_sources.check_video_folder).")
+    return result

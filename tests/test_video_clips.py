@@ -52,3 +52,39 @@ def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> 
     assert len(dataset) == 2
     frames, label = dataset[1]
     assert tuple(frames.shape) == (4, 24, 32, 3) and label == 3
+
+
+def detailed_frames(frames: int, width: int, height: int):
+    """Detailed texture (seeded noise, smoothed a little) panning 3 pixels a frame: colour
+    conversions differ most on such content."""
+    rng = np.random.default_rng(7)
+    texture = rng.integers(0, 256, size=(height, width + 3 * frames, 3)).astype(np.float32)
+    texture = (texture + np.roll(texture, 1, axis=1) + np.roll(texture, 1, axis=0)) / 3
+    for i in range(frames):
+        yield texture[:, 3 * i:3 * i + width].astype(np.uint8)
+
+
+def test_a_loader_with_the_right_frames_of_detailed_videos_passes_and_one_frame_off_stops(
+        tmp_path: Path) -> None:
+    """The false alarm a user met (a folder of detailed VP9 videos, one keyframe each): DALI's
+    CPU reader's frames are the right ones; a loader one frame off is stopped."""
+    ndd = pytest.importorskip("nvidia.dali.experimental.dynamic")
+    from helpers.embedded_video import encode_video
+    from helpers.video_clips import ClipMismatchError
+    from helpers.video_clips import check_alignment
+
+    (tmp_path / "texture").mkdir()
+    path = tmp_path / "texture" / "a.mp4"
+    encode_video(path, detailed_frames(48, 320, 240), "vp9", 320, 240, fps=25, gop=48)
+    clip_frames, stride, step = 8, 2, 5
+    with ndd.EvalContext(num_threads=1):
+        reader = ndd.experimental.readers.Video(device="cpu", file_root=str(tmp_path),
+                                                sequence_length=clip_frames, stride=stride, step=step)
+        clips = [c for batch, _ in reader.next_epoch(batch_size=3) for c in batch.torch().numpy()]
+    starts = clip_starts(48, clip_frames, stride, step)
+    assert len(clips) >= len(starts)
+    result = check_alignment(clips[:4], path, starts[:4], clip_frames, stride, 48)
+    assert result.verdict == "aligned" and result.same > 2, result  # colour differs, frames agree
+    off = [read_clip(path, s + 1, clip_frames, stride) for s in starts[1:4]]  # one frame late
+    with pytest.raises(ClipMismatchError, match="one position away"):
+        check_alignment(off, path, starts[1:4], clip_frames, stride, 48)
