@@ -53,6 +53,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 try:
+    from helpers.parameters import INJECTED_TAG
     from tools.inventory import notebook_paths
     from tools.inventory import render_inventory
     from tools.readme_blocks import replace_block
@@ -253,7 +254,6 @@ def download_note(name: str) -> str:
             f'<span class="notebook-needs">{NEEDS_THE_REPOSITORY}</span></p>\n')
 
 
-INJECTED = "injected-parameters"  # papermill's tag of the cell of parameters it was given
 COLLAPSE = "collapse-output"  # a cell tag of ours: its printed output is a file, shown folded
 # Jupyter Book's tag, ours too: the cell's code is bookkeeping (imports, parameter checks, tables of
 # results, the record), shown folded under its first comment; JupyterLab folds it by the cell's
@@ -280,7 +280,7 @@ def run_parameters(notebook: dict[str, Any]) -> list[str]:
     """The assignments of papermill's injected-parameters cell (comments left out)."""
     lines: list[str] = []
     for cell in notebook.get("cells", []):
-        if INJECTED in cell.get("metadata", {}).get("tags", []):
+        if INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
             lines += [line.strip() for line in _source(cell).splitlines()
                       if line.strip() and not line.lstrip().startswith("#")]
     return lines
@@ -313,7 +313,7 @@ def reader_view(html: str, notebook: dict[str, Any]) -> str:
     for toolbar in soup.select(".celltoolbar"):  # the tag chips (parameters, nbval-check-output)
         toolbar.decompose()
     parameters = run_parameters(notebook)
-    for cell in _cells_tagged(soup, INJECTED):
+    for cell in _cells_tagged(soup, INJECTED_TAG):
         note = soup.new_tag("p", attrs={"class": "run-parameters"})
         note.append("The outputs on this page come from a run with these parameters, which the "
                     "runner (papermill) set over the defaults above: ")

@@ -16,11 +16,10 @@ from helpers import embedded_data
 from helpers.errors import ParameterError
 from helpers.paths import MNIST_TESTING
 from helpers.paths import MNIST_TRAINING
-from helpers.paths import REPO_ROOT
 from helpers.paths import default_data_dir
 from helpers.paths import relative
 
-__all__ = ["REPO_ROOT", "DataSourceError", "DataSources", "ImageFolder", "PhotoSet",
+__all__ = ["DataSourceError", "DataSources", "ImageFolder", "PhotoSet",
            "batch_files", "check_decodable", "check_image_folder", "dali_extra_from_env",
            "default_data_dir", "locate_data", "locate_photos"]
 

@@ -10,11 +10,14 @@ from typing import Any
 
 from helpers.errors import ParameterError
 
-__all__ = ["PAPERMILL_INJECTED", "ParameterError", "at_least", "check_known", "positive_int", "positive_ints",
-           "reject_unknown_parameters"]
+__all__ = ["INJECTED_TAG", "PAPERMILL_INJECTED", "ParameterError", "at_least", "check_known", "positive_int",
+           "positive_ints", "reject_unknown_parameters"]
 
 # the first line of the cell that papermill injects after the one tagged `parameters`
 PAPERMILL_INJECTED = "# Parameters"
+# papermill's tag of that cell (an executed notebook keeps it): the runner, its copies, the tests'
+# setup and the docs site each drop or reshape the tagged cell
+INJECTED_TAG = "injected-parameters"
 
 
 def positive_int(name: str, value: Any) -> int:

@@ -17,10 +17,10 @@ from typing import Any
 
 import nbformat
 
+from helpers.parameters import INJECTED_TAG
 from helpers.parameters import PAPERMILL_INJECTED
 
 SETUP_TAGS = {"parameters", "hide-input"}
-STALE = "injected-parameters"  # a cell an earlier papermill run left: the runner drops it too
 
 
 def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
@@ -28,7 +28,8 @@ def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
     cells = []
     for cell in nbformat.read(notebook, as_version=4).cells:
         tags = set(cell.metadata.get("tags", []))
-        if cell.cell_type != "code" or STALE in tags:
+        # a cell an earlier papermill run left: the runner drops it too
+        if cell.cell_type != "code" or INJECTED_TAG in tags:
             continue
         if not tags & SETUP_TAGS:
             break

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from conftest import headline_output
 
+from helpers.parameters import INJECTED_TAG
 from tools.inventory import runtimes
-from tools.suite import INJECTED
 from tools.suite import notebooks
 
 # each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
@@ -68,7 +68,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
 def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:
     """Run with their own defaults: what a reader's copy runs, and what nbval re-runs."""
     node = nbformat.read(notebook, as_version=4)
-    assert not [c for c in node.cells if INJECTED in c.metadata.get("tags", [])]
+    assert not [c for c in node.cells if INJECTED_TAG in c.metadata.get("tags", [])]
     assert not node.metadata.get("papermill", {}).get("parameters")
 
 

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from conftest import check_goal
 
-from helpers.data_sources import REPO_ROOT
 from helpers.devices import gpu_available
+from helpers.paths import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "01-getting-started.ipynb"
 notebook_tests = pytest.mark.notebook

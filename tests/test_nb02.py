@@ -12,8 +12,8 @@ from conftest import check_goal
 from torch import nn
 
 from helpers import mnist_model
-from helpers.data_sources import REPO_ROOT
 from helpers.devices import gpu_available
+from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"

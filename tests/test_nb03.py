@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import check_goal
 
-from helpers.data_sources import REPO_ROOT
+from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"

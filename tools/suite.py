@@ -48,6 +48,7 @@ from helpers import records as records_format
 from helpers.benchmarking import machine_label
 from helpers.devices import GPUUnavailableError
 from helpers.devices import resolve_device
+from helpers.parameters import INJECTED_TAG
 from helpers.parameters import ParameterError
 from helpers.parameters import check_known
 from helpers.paths import REPO_ROOT
@@ -64,10 +65,6 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = records_format.SCALES
 KERNEL = "python3"
-# the tag of the cell that papermill injects when a run is given parameters (an executed notebook
-# keeps it): the runner and the copies drop it, so that every run starts from the notebook's own
-# defaults
-INJECTED = "injected-parameters"
 
 
 @dataclass
@@ -139,7 +136,7 @@ def without_injected_parameters(notebook: Path) -> nbformat.NotebookNode:
     """The notebook without a cell that an earlier papermill run injected (papermill keeps such
     a cell when it is given no parameters): every run starts from the notebook's own defaults."""
     node = nbformat.read(notebook, as_version=4)
-    node.cells = [c for c in node.cells if INJECTED not in c.metadata.get("tags", [])]
+    node.cells = [c for c in node.cells if INJECTED_TAG not in c.metadata.get("tags", [])]
     # papermill keeps the parameters it recorded last time when it is given none: drop them too
     node.metadata.get("papermill", {}).pop("parameters", None)
     return node
@@ -210,7 +207,7 @@ def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
     """The path papermill reads: the notebook itself, or, when it carries a stale injected
     cell, a cleaned copy in the run folder."""
     node = nbformat.read(notebook, as_version=4)
-    if not any(INJECTED in c.metadata.get("tags", []) for c in node.cells) and \
+    if not any(INJECTED_TAG in c.metadata.get("tags", []) for c in node.cells) and \
             not node.metadata.get("papermill", {}).get("parameters"):
         return notebook
     clean = out_dir / "sources" / notebook.name
