@@ -19,8 +19,6 @@ import torch
 import torch.distributed as dist
 from nvidia.dali import types
 
-from helpers.records import write_json
-
 
 class UsageError(Exception):
     """Something the person who launched the script can fix; the message says what."""
@@ -87,11 +85,6 @@ def preprocess(jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG | None, 
         labels = labels.gpu()
     labels = ndd.cast(ndd.squeeze(labels, axes=0), dtype=ndd.int64)
     return images.torch(), labels.torch()
-
-
-def write_atomically(path: Path, document: dict) -> None:
-    """``document`` as JSON at ``path``: readers see the whole file or none."""
-    write_json(path, document)
 
 
 def script_main(run: Callable[[list[str] | None], object], argv: list[str] | None = None) -> int:

@@ -45,6 +45,7 @@ from helpers.distributed import UsageError
 from helpers.distributed import preprocess
 from helpers.mnist_model import MNISTClassifier
 from helpers.mnist_model import accuracy
+from helpers.records import write_json
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -246,7 +247,7 @@ def run(argv: list[str] | None = None) -> dict:
     results = train(args, rank, local_rank, world)
     if rank == 0 and args.out:
         results["arguments"] = {k: v for k, v in vars(args).items() if v is not None}
-        distributed.write_atomically(Path(args.out), results)
+        write_json(Path(args.out), results)
     dist.destroy_process_group()
     return results
 

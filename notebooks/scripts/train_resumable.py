@@ -63,6 +63,7 @@ from helpers.distributed import UsageError  # noqa: E402
 from helpers.distributed import preprocess  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
+from helpers.records import write_json  # noqa: E402
 
 MODES = ("eager", "capture", "capture-plain")
 NOISE = 0.05  # std of the Gaussian noise that torch adds to the images: a use of torch's RNG
@@ -395,7 +396,7 @@ def run(argv: list[str] | None = None) -> dict:
     model = results.pop("model")
     if rank == 0 and args.out:
         torch.save(model.state_dict(), Path(args.out).with_suffix(".weights.pt"))
-        distributed.write_atomically(Path(args.out), results)
+        write_json(Path(args.out), results)
     barrier(world)
     if world > 1:
         dist.destroy_process_group()
