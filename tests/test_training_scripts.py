@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import checkpointing
+from helpers import simulated_crash
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_available
 from helpers.distributed import script_main
@@ -84,6 +85,50 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
     assert "Use at most 1 processes" in message and message.count("fewer than") == 1
     assert failed.value.launches[0].returncode != 0 and not out.exists()
     assert not list(tmp_path.glob(".results.json.tmp*"))
+
+
+# --- notebook 04's rank that dies on purpose (helpers.simulated_crash), outside the loop ------
+
+
+def test_no_crash_hook_unless_the_rank_is_named(train_ddp, one_rank) -> None:
+    args = train_ddp.parse_args(["--data", "x", "--device", "cpu"])
+    assert simulated_crash.step_hook(args, 0) is None  # the default: plain training
+    args = train_ddp.parse_args(["--data", "x", "--device", "cpu", "--fail-rank", "1"])
+    assert simulated_crash.step_hook(args, 0) is None and simulated_crash.step_hook(args, 1)
+
+
+def test_the_crash_hook_exits_at_its_step_of_the_first_epoch_only(train_ddp, monkeypatch,
+                                                                   capsys) -> None:
+    args = train_ddp.parse_args(["--data", "x", "--fail-rank", "1", "--fail-at-step", "3"])
+    exits: list[int] = []
+    monkeypatch.setattr(simulated_crash.os, "_exit", exits.append)
+    hook = simulated_crash.step_hook(args, 1)
+    for epoch, step in [(0, 0), (0, 2), (1, 3), (0, 4)]:
+        hook(epoch, step)
+    assert exits == [] and capsys.readouterr().out == ""
+    hook(0, 3)
+    assert exits == [3]
+    assert capsys.readouterr().out == "rank 1: simulated crash at step 3 (--fail-rank)\n"
+
+
+def test_the_help_does_not_show_the_crash_options(train_ddp, capsys) -> None:
+    with pytest.raises(SystemExit):
+        train_ddp.parse_args(["--help"])
+    assert "--fail" not in capsys.readouterr().out
+
+
+@pytest.mark.notebook  # a real launch: slow like a notebook run
+def test_a_rank_named_by_fail_rank_dies_and_the_launch_writes_nothing(tmp_path: Path) -> None:
+    data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", 256)
+    out = tmp_path / "results.json"
+    with pytest.raises(LaunchError) as failed:
+        run_torchrun(TRAIN_DDP, ["--data", data, "--device", "cpu", "--epochs", "2", "--batch-size", "32",
+                                 "--num-threads", "1", "--out", out, "--timeout", "60",
+                                 "--fail-rank", "1", "--fail-at-step", "2"], 2, timeout=180, echo=False)
+    launch = failed.value.launches[0]
+    assert "rank 1 exited with status 3 first" in str(failed.value)
+    assert "rank 1: simulated crash at step 2 (--fail-rank)" in launch.lines
+    assert launch.returncode != 0 and not out.exists()
 
 
 # --- the script, in this process -------------------------------------------------------------

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -40,12 +39,14 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from helpers import distributed
+from helpers import simulated_crash
 from helpers.capture_guard import CaptureGuard
 from helpers.distributed import UsageError
 from helpers.distributed import preprocess
 from helpers.mnist_model import MNISTClassifier
 from helpers.mnist_model import accuracy
 from helpers.records import write_json
+from helpers.simulated_crash import StepHook
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -70,9 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "together read each one once per epoch (slower: not for timing)")
     parser.add_argument("--timeout", type=float, default=120,
                         help="seconds a collective may wait for the other ranks before failing")
-    # for the tests and the notebook's demonstration of a rank that dies: not for training
-    parser.add_argument("--fail-rank", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--fail-at-step", type=int, default=5, help=argparse.SUPPRESS)
+    simulated_crash.add_options(parser)  # notebook 04's rank that dies on purpose: not for training
     args = parser.parse_args(argv)
     distributed.at_least_one(args, ("batch_size", "epochs", "num_threads"))
     if args.epochs < 2:
@@ -135,7 +134,9 @@ def held_out_accuracy(model: torch.nn.Module, path: str, device: str, batch_size
     return accuracy(model, batches())
 
 
-def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> dict:
+def train(args: argparse.Namespace, rank: int, local_rank: int, world: int,
+          on_step: StepHook | None = None) -> dict:
+    """This rank's share of the training; ``on_step(epoch, step)``, if given, runs before each step."""
     on_gpu = args.device == "gpu"
     torch_device = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
     # ONE EvalContext for all epochs of the capture loop (DALI refuses to change it)
@@ -183,9 +184,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
                 images, targets = preprocess(jpegs, labels, rng, args.device, args.batch_size)
                 if args.check_coverage:  # debug bookkeeping: off in the timed launches
                     ids.append(sample_ids(jpegs))
-                if args.fail_rank == rank and epoch == 0 and step == args.fail_at_step:
-                    print(f"rank {rank}: simulated crash at step {step} (--fail-rank)", flush=True)
-                    os._exit(3)  # dies like a killed process: no cleanup, no goodbye
+                if on_step is not None:
+                    on_step(epoch, step)
                 optimizer.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(ddp_model(images), targets)
                 loss.backward()  # DDP averages the gradients over the ranks here
@@ -244,7 +244,7 @@ def run(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     rank, local_rank, world = distributed.start_process_group(args.device, args.timeout, args.backend,
                                                   script=Path(__file__).name)
-    results = train(args, rank, local_rank, world)
+    results = train(args, rank, local_rank, world, simulated_crash.step_hook(args, rank))
     if rank == 0 and args.out:
         results["arguments"] = {k: v for k, v in vars(args).items() if v is not None}
         write_json(Path(args.out), results)
