@@ -184,6 +184,27 @@ def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
     assert not goal_problems(goal), goal_problems(goal)
 
 
+def check_clean_run(run, workdir: str) -> None:
+    """A notebook's CI-scale run (a ``suite.NotebookRun``) that works in ``build/<workdir>``: no
+    error output, the headline it shows is the one it saved, no path of this machine and no
+    temporary folder name in its outputs, and its work folder removed when it ends."""
+    import json
+    import re
+
+    import nbformat
+
+    executed = nbformat.read(run.executed, as_version=4)
+    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    headline = run.results.headline
+    assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
+    text = json.dumps([c.get("outputs", []) for c in executed.cells])
+    assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
+    assert f"build/{workdir}/" in text and not re.search(rf"build/{workdir}-\w+", text), \
+        "no temporary folder names"
+    assert not (REPO_ROOT / "build" / workdir).exists(), "workdir left behind"
+
+
 def headline_output(cells) -> dict:
     """The headline a notebook shows: the dict that its "Save the results" cell ends with (the
     last code cell whose result is a dict; a conclusion cell with the answer may follow it)."""

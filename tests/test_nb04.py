@@ -3,14 +3,11 @@ launch, a rank that dies), the training script's refusals, and the launcher's gu
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
-import nbformat
 import pytest
+from conftest import check_clean_run
 from conftest import check_goal
-from conftest import headline_output
 
 from helpers.benchmarking import interleaved_order
 from helpers.benchmarking import rate_interval
@@ -37,15 +34,7 @@ def run04(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
 
 @pytest.mark.notebook
 def test_ci_run_has_no_errors_and_ends_with_the_headline(run04) -> None:
-    executed = nbformat.read(run04.executed, as_version=4)
-    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    headline = run04.results.headline
-    assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
-    text = json.dumps([c.get("outputs", []) for c in executed.cells])
-    assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
-    assert "build/nb04/" in text and not re.search(r"build/nb04-\w+", text), "no temporary folder names"
-    assert not (REPO_ROOT / "build" / "nb04").exists(), "workdir left behind"
+    check_clean_run(run04, "nb04")
 
 
 def _check_coverage(run: dict) -> None:

@@ -3,14 +3,12 @@ incompatible checkpoints refused, the costs), and the training script's own chec
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 from pathlib import Path
 
-import nbformat
 import pytest
-from conftest import headline_output
+from conftest import check_clean_run
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
@@ -39,15 +37,7 @@ def _exact(result: dict, device: str) -> bool:
 
 @pytest.mark.notebook
 def test_ci_run_has_no_errors_and_ends_with_the_headline(run06) -> None:
-    executed = nbformat.read(run06.executed, as_version=4)
-    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    headline = run06.results.headline
-    assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
-    text = json.dumps([c.get("outputs", []) for c in executed.cells])
-    assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
-    assert "build/nb06/" in text and not re.search(r"build/nb06-\w+", text), "no temporary folder names"
-    assert not (REPO_ROOT / "build" / "nb06").exists(), "workdir left behind"
+    check_clean_run(run06, "nb06")
 
 
 @pytest.mark.notebook
