@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import check_goal
+from test_nb01 import check_ratios as check_nb01_ratios
+from test_nb02 import check_capture_over_eager as check_nb02_ratio
 from test_nb03 import check_goals as check_nb03_goals
 from test_nb05 import GOALS as NB05_GOALS
 from test_nb05 import check_fully_captured
@@ -49,14 +51,13 @@ def test_getting_started_timed_every_decoder_and_hw_decoder_load(gpu_results: Re
     decoders = {key.split("@")[0] for key in results["decode_rates"]}
     assert decoders == {"cpu"} | {f"gpu-hw{load:g}" for load in loads}
     assert results["speed_distinct_images"] == parameters["speed_images"] >= 64
+    check_nb01_ratios(document)  # every ratio, headline figure and the goal, from the recorded trials
     ratios = results["ratios"]
-    for key in ("gpu_over_cpu", "best_gpu_over_cpu", "best_gpu_over_best_cpu"):
-        assert headline[key] == ratios[key]["ratio"]
     # the best load, re-measured in confirmation rounds, is not slower than the default load
     assert ratios["best_gpu_over_cpu"]["ci95"][1] >= ratios["gpu_over_cpu"]["ci95"][0]
     assert headline["best_hw_decoder_load"] in loads
     (goal,) = results["goals"].values()
-    assert goal["ratio"] == headline["best_gpu_over_cpu"] and parameters["trials"] >= 5
+    assert parameters["trials"] >= 5
     check_goal(goal, 8, parameters["trials"])
     # same photos, other chroma upsampling: a few levels at most
     assert results["gpu_decode_mean_abs_difference_vs_cpu"] < 5
@@ -69,9 +70,9 @@ def test_capture_mode_matches_eager_on_the_gpu(gpu_results: Results) -> None:
     assert results["identical_batches"] is True
     assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
         headline["last_epoch_mean_loss_capture"], rel=1e-4)
-    assert headline["test_accuracy_eager"] == headline["test_accuracy_capture"]
     assert results["test_accuracies"]["eager"] == results["test_accuracies"]["capture"]
     assert results["captured_operators"][:2] == ["Image", "Uniform"]
+    check_nb02_ratio(document)  # the goal and headline rates, from the recorded timed epochs
     goal = results["goals"]["capture / eager"]
     assert document.parameters["epochs"] - 1 >= 5
     check_goal(goal, 1.6, document.parameters["epochs"] - 1)

@@ -10,6 +10,9 @@ import nbformat
 import pytest
 from conftest import check_goal
 
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import ratio
 from helpers.devices import gpu_available
 from helpers.paths import REPO_ROOT
 
@@ -58,6 +61,46 @@ def _check_ratio(record: dict, trials: int) -> None:
     assert set(record) >= {"ratio", "ci95", "trials"} and record["trials"] == trials, record
 
 
+def recomputed_ratios(results: dict, parameters: dict) -> dict[str, Ratio]:
+    """Every ratio notebook 01 records, recomputed with helpers.benchmarking.ratio from the trials
+    its record keeps (the sweep's ``decode_rates``, the ``confirmation_rates``)."""
+    rates, reference = results["decode_rates"], results["reference_threads"]
+    threads, cpu = parameters["thread_counts"], rates[f"cpu@{reference}"]
+    recomputed = {}
+    if len(threads) > 1:
+        recomputed["cpu_most_over_fewest_threads"] = ratio(rates[f"cpu@{max(threads)}"],
+                                                           rates[f"cpu@{min(threads)}"])
+    if parameters["device"] == "gpu":
+        loads = parameters["hw_decoder_loads"]
+        default = 0.65 if 0.65 in loads else loads[0]
+        recomputed["gpu_over_cpu"] = ratio(rates[f"gpu-hw{default:g}@{reference}"], cpu)
+        if min(loads) != max(loads):
+            recomputed["hw_load_highest_over_lowest"] = ratio(rates[f"gpu-hw{max(loads):g}@{reference}"],
+                                                              rates[f"gpu-hw{min(loads):g}@{reference}"])
+        confirmed, best = results["confirmation_rates"], results["best_settings"]
+        recomputed["best_gpu_over_cpu"] = ratio(confirmed[best["hw_decoder_load_at_reference"]],
+                                                confirmed[f"cpu@{reference}"])
+        recomputed["best_gpu_over_best_cpu"] = ratio(confirmed[best["gpu"]], confirmed[best["cpu"]])
+    return recomputed
+
+
+def check_ratios(document) -> None:
+    """Notebook 01's ratios, headline rates and goal as the trials in its record give them."""
+    results, parameters, headline = document.results, document.parameters, document.headline
+    recomputed = recomputed_ratios(results, parameters)
+    assert results["ratios"] == {key: {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
+                                 for key, r in recomputed.items()}
+    for key in ("gpu_over_cpu", "best_gpu_over_cpu", "best_gpu_over_best_cpu"):
+        if key in headline:
+            assert headline[key] == pytest.approx(recomputed[key].ratio), key
+    reference = results["reference_threads"]
+    assert headline["cpu_decode_img_s"] == pytest.approx(
+        rate_interval(results["decode_rates"][f"cpu@{reference}"])[0])
+    if "best_gpu_over_cpu" in recomputed:
+        (goal,) = results["goals"].values()
+        assert goal == recomputed["best_gpu_over_cpu"].goal(8)
+
+
 @notebook_tests
 def test_getting_started_times_distinct_images_on_every_decoder(ci_run) -> None:
     document = ci_run["01-getting-started"].results
@@ -68,11 +111,11 @@ def test_getting_started_times_distinct_images_on_every_decoder(ci_run) -> None:
     rates = results["decode_rates"]
     assert set(rates) == {f"{d}@{n}" for d in decoders for n in parameters["thread_counts"]}
     assert all(len(trial) == parameters["trials"] and min(trial) > 0 for trial in rates.values())
-    assert results["reference_threads"] == (4 if 4 in parameters["thread_counts"]
-                                            else max(parameters["thread_counts"]))
+    assert results["reference_threads"] in parameters["thread_counts"]
     assert "cpu_most_over_fewest_threads" in results["ratios"]
     for record in results["ratios"].values():
         _check_ratio(record, parameters["trials"])
+    check_ratios(document)  # each ratio and headline rate, recomputed from the recorded trials
     headline = document.headline
     assert headline["cpu_decode_img_s"] > 0
     assert not [key for key in headline if "thread" in key]  # parameter values live in parameters
@@ -93,7 +136,7 @@ def test_getting_started_records_its_goal_with_its_interval(ci_run) -> None:
     (name, goal), = goals.items()
     assert name == f"hardware-decoder GPU / CPU decode at {results['reference_threads']} threads"
     check_goal(goal, 8, parameters["trials"])
-    assert goal["ratio"] == results["ratios"]["best_gpu_over_cpu"]["ratio"]
+    assert goal == recomputed_ratios(results, parameters)["best_gpu_over_cpu"].goal(8)
 
 
 @notebook_tests
