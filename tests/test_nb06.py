@@ -29,10 +29,13 @@ def run06(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
 
 def _exact(result: dict, device: str) -> bool:
     """Bit-identical on the CPU, where the notebook asserts it; on a GPU the record keeps the
-    largest differences (tests/test_gpu_tier.py checks what the H200 run gave)."""
-    if device == "cpu":
-        return result["bit_identical"] is True and result["largest_loss_gap"] == 0.0
-    return result["largest_loss_gap"] >= 0 and result["largest_weight_gap"] >= 0
+    largest differences (tests/test_gpu_tier.py checks what the H200 run gave). On both, the
+    record's verdicts follow its figures: identical losses or weights leave no gap, and
+    bit-identical means both."""
+    assert not result["losses_identical"] or result["largest_loss_gap"] == 0.0, result
+    assert not result["weights_identical"] or result["largest_weight_gap"] == 0.0, result
+    assert result["bit_identical"] == (result["losses_identical"] and result["weights_identical"])
+    return device != "cpu" or result["bit_identical"] is True
 
 
 @pytest.mark.notebook
