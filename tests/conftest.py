@@ -150,6 +150,28 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         shutil.rmtree(_ci_run_folder, ignore_errors=True)
 
 
+_reported: dict[str, object] = {}  # figures the tests report rather than judge
+
+
+@pytest.fixture
+def report_figure(record_property) -> Callable[[str, object], None]:
+    """Reports a figure that is worth watching but is no fault (the README's length, the number of
+    findings): it is printed at the end of the session and kept in a JUnit report."""
+
+    def report(name: str, value: object) -> None:
+        _reported[name] = value
+        record_property(name, value)
+
+    return report
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _reported:
+        terminalreporter.write_sep("-", "reported figures")
+        for name, value in _reported.items():
+            terminalreporter.write_line(f"{name}: {value}")
+
+
 @pytest.fixture
 def scratch_folders_to_ourselves() -> Iterator[None]:
     """For a test that runs a notebook's set-up, which empties the notebook's scratch folder

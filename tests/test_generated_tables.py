@@ -75,11 +75,11 @@ def test_readme_findings_and_the_results_page_match_the_json() -> None:
         assert render(prefix=prefix) in page
 
 
-def test_the_readme_holds_no_table_of_figures_and_at_most_1200_words() -> None:
+def test_the_readme_holds_no_table_of_figures(report_figure) -> None:
     """The README is for the learner: the inventory is its only table (every table of figures is
-    on the results page), and it stays short (`wc -w README.md`)."""
+    on the results page). Its length (`wc -w README.md`) is reported, not judged."""
     readme = (REPO_ROOT / "README.md").read_text()
-    assert len(readme.split()) <= 1200, f"README.md has {len(readme.split())} words"
+    report_figure("README.md words", len(readme.split()))
     headers = [line for line in readme.splitlines() if re.match(r"\|\s*[-:]+\s*\|", line)]
     assert len(headers) == 1, "a table besides the inventory: move it to docs/pages/results.md"
     assert "<!-- results-table:start -->" not in readme and "<!-- goals:start -->" not in readme
@@ -485,11 +485,12 @@ def _readme_block(name: str) -> str:
     return readme.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
 
 
-def test_every_figure_of_the_readme_findings_is_its_records() -> None:
+def test_every_figure_of_the_readme_findings_is_its_records(report_figure) -> None:
     block = _readme_block(findings.BLOCK)
     found = findings.findings()
     bullets = [line for line in block.splitlines() if line.startswith("- ")]
-    assert 5 <= len(found) <= 8 and len(bullets) == len(found)
+    report_figure("README findings", len(found))
+    assert found and len(bullets) == len(found)
     assert not figures_not_in_their_records(block, REPO_ROOT / "results")
     for finding in found:  # and each figure is the one at the path the sentence reads
         for figure in finding.figures:
