@@ -5,7 +5,8 @@ by a manifest, like the rest of the embedded data (``helpers.embedded_data``).
 Each video is an MP4 file of ``frames`` frames: VP9 (``"vp9"``), which DALI decodes on the CPU
 and the GPU, or H.264 (``"h264"``) or HEVC (``"hevc"``), which DALI decodes on the GPU only; every
 ``gop``-th frame a keyframe, no B-frames, a constant frame rate. PyAV (FFmpeg's libraries, with
-libvpx, libx264 and libx265 in its wheel) encodes them, on one thread each, so that a build is the same bytes every time.
+libvpx, libx264 and libx265 in its wheel) encodes them, on one thread each, so that a build is
+the same bytes every time.
 
     python -m helpers.embedded_video --codec h264 --size 1280x720   # prebuild a set
 """

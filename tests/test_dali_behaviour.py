@@ -390,3 +390,18 @@ def test_a_captured_step_makes_hundreds_of_python_calls_into_dali(lmdb) -> None:
     assert CALLS_PER_STEP / 2 <= per_step <= CALLS_PER_STEP * 2, \
         changed("the performance notes (notebook 03's profile, the background-thread knob)") \
         + f": {per_step:.0f} Python calls into DALI per captured step, {CALLS_PER_STEP} in DALI 2.4.0"
+
+
+def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -> None:
+    """docs/pages/dali-behaviour.md, section 12: helpers.sharded reads a reader's metadata only
+    after its first batch."""
+    reader = ndd.readers.Caffe2(path=lmdb, num_shards=2, shard_id=1)
+    assert reader.get_metadata()["epoch_size"] == 1000
+    with pytest.raises(ValueError, match="max_batch_size` 1"):
+        next(iter(reader.next_epoch(batch_size=100)))
+    fresh = ndd.readers.Caffe2(path=lmdb, num_shards=2, shard_id=1)  # metadata after a batch: no harm
+    batches = fresh.next_epoch(batch_size=100)
+    next(iter(batches))
+    assert fresh.get_metadata()["epoch_size"] == 1000, (
+        "DALI changed: update docs/pages/dali-behaviour.md (section 12) and helpers.sharded._shard_of")
+    batches.close()

@@ -275,3 +275,28 @@ def test_the_committed_h200_records_pass_the_gpu_tier(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
+
+
+NB07 = "07-video-clips"
+
+
+def test_video_one_reader_keeps_one_hardware_decoder_busy_and_more_readers_more(gpu_results: Results) -> None:
+    """DALI 2.4's video readers decode one clip at a time, one NVDEC session each (NVIDIA/DALI#6387;
+    docs/pages/dali-behaviour.md): one reader keeps about one of the GPU's decoders busy. This
+    flips, and the page must change, when a DALI release lets one reader use several engines."""
+    from helpers.devices import video_decoders
+
+    document = gpu_results(NB07)
+    results, parameters = document.results, document.parameters
+    engines = video_decoders(results["gpu"], say=lambda _: None)
+    alone, configs = results["alone"]["trials"], results["alone"]["configs"]
+    busy = {c["count"]: sum(t["nvdec_pct"] for t in alone[name]) / len(alone[name])
+            for name, c in configs.items() if c["kind"] == "dali" and "eager" not in name}
+    assert set(busy) == set(parameters["reader_counts"]), busy
+    one_engine = 100 / engines
+    assert busy[1] <= 1.5 * one_engine, f"one reader kept NVDEC {busy[1]:.0f}% busy: more than one engine"
+    counts = sorted(busy)
+    assert all(busy[a] < busy[b] for a, b in zip(counts, counts[1:])), busy  # each reader adds an engine
+    assert set(results["alignment"]) == {"readers.Video", "experimental.readers.Video", "decoders.video"}
+    assert all(a["same"] * 2 <= a["neighbours"] for a in results["alignment"].values())  # every way checked
+    assert "HEVC" in " ".join(results["goals"]).upper()  # the HEVC set fed the model too

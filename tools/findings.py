@@ -123,26 +123,21 @@ def _resnet50(get: Lookup) -> str:
 
 
 def _video(get: Lookup) -> str:
-    alone = get.ratio(NB07, "goals", "alone: best dynamic / best DataLoader")
-    fed = get.ratio(NB07, "goals", "fed: best dynamic / ceiling")
+    alone = get.ratio(NB07, "goals", "alone: best DALI / best PyAV DataLoader")
+    fed = get.ratio(NB07, "goals", "fed: best DALI / training alone")
     codec = get.value(NB07, "parameters", "codec")
     frames = get.value(NB07, "parameters", "clip_frames")
     codec = {"h264": "H.264", "hevc": "HEVC"}.get(codec, codec.upper())
-    sweep = get.value(NB07, "results", "sweep", "over_dataloader")
-    best = {s: max(readers, key=lambda k: readers[k]["ratio"]) for s, readers in sweep.items()}
-    told = {s: get.ratio(NB07, "sweep", "over_dataloader", s, k)  # the settings the sentence names
-            for s, k in best.items() if not sweep[s][k]["ci95"][0] <= 1 <= sweep[s][k]["ci95"][1]}
-    faster = [f"{s} ({r})" for s, r in told.items() if r.low > 1]
-    slower = [f"{s} ({r})" for s, r in told.items() if r.high < 1]
-    swept = (f"faster than the DataLoader at {', '.join(faster)}" if faster
-             else "faster than the DataLoader at none of them")
-    if slower:
-        swept += f" and slower at {', '.join(slower)}"
-    return (f"on {codec} clips of {frames} frames, the best dynamic-mode video reader alone was "
-            f"{versus(alone, 'PyAV in the best torch DataLoader')}, and feeding the 3D model it "
-            f"reached {fed} of training alone; in its sweep of other settings (size/GOP: "
-            f"{', '.join(get.value(NB07, 'results', 'sweep', 'settings'))}), DALI's best reader was "
-            f"{swept}.")
+    best = get.value(NB07, "results", "picks", "best DALI")
+    readers = get.value(NB07, "results", "alone", "configs", best, "count")
+    nvdec = get.value(NB07, "headline", "best_dali_nvdec_pct")
+    busy = f", NVDEC {nvdec:.0f}% busy" if nvdec is not None else ""
+    sweep = get.value(NB07, "results", "sweep", "dali_over_dataloader")
+    told = [f"{s} ({get.ratio(NB07, 'sweep', 'dali_over_dataloader', s)})" for s in sweep]
+    swept = f"; at other sizes, DALI / the DataLoader: {', '.join(told)}" if told else ""
+    return (f"on {codec} clips of {frames} frames, DALI with {readers} reader(s), one shard each "
+            f"({best}{busy}), was {versus(alone, 'PyAV in the best torch DataLoader')} alone, and "
+            f"feeding the 3D model it reached {fed} of training alone{swept}.")
 
 
 def _capture(get: Lookup) -> str:
