@@ -90,7 +90,8 @@ class ShardedFeed:
         """What the readers' guards saw: one line when they agree, else a line per reader."""
         seen = [str(feed.guard).removeprefix(f"{feed.guard.name}: ") for feed in self.feeds]
         if len(set(seen)) == 1:
-            return f"{self.name}, each of {len(seen)} readers: {seen[0]}"
+            each = "its one reader" if len(seen) == 1 else f"each of {len(seen)} readers"
+            return f"{self.name}, {each}: {seen[0]}"
         return "\n".join(f"{self.name}, reader {i}: {s}" for i, s in enumerate(seen))
 
     def _put(self, item: Any) -> bool:

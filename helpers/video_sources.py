@@ -113,7 +113,7 @@ def check_video_folder(path: str | Path, *, device: str, clip_frames: int, strid
     problems = []
     if unreadable:
         problems.append(f"{len(unreadable)} not readable as video: "
-                        + "; ".join(reason for _, reason in unreadable[:SHOWN]))
+                        + "; ".join(reason.rstrip(".") for _, reason in unreadable[:SHOWN]))
     undecodable = [v for v in videos if v.codec not in DALI_CODECS[device]]
     wrong_codec = [v.path for v in undecodable]
     if wrong_codec:
