@@ -135,9 +135,11 @@ def _video(get: Lookup) -> str:
     sweep = get.value(NB07, "results", "sweep", "dali_over_dataloader")
     told = [f"{s} ({get.ratio(NB07, 'sweep', 'dali_over_dataloader', s)})" for s in sweep]
     swept = f"; at other sizes, DALI / the DataLoader: {', '.join(told)}" if told else ""
-    return (f"on {codec} clips of {frames} frames, DALI with {readers} reader(s), one shard each "
-            f"({best}{busy}), was {versus(alone, 'PyAV in the best torch DataLoader')} alone, and "
-            f"feeding the 3D model it reached {fed} of training alone{swept}.")
+    who = f"{readers} DALI readers, one shard each" if readers > 1 else "one DALI reader"
+    return (f"on {codec} clips of {frames} frames, {who} ({best}{busy}), alone, "
+            f"{'were' if readers > 1 else 'was'} "
+            f"{versus(alone, 'PyAV in the best torch DataLoader')}, and "
+            f"feeding the 3D model the loader reached {fed} of training alone{swept}.")
 
 
 def _capture(get: Lookup) -> str:
