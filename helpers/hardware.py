@@ -137,7 +137,8 @@ class Sampler:
                 thread.join()
             after, seconds = psutil.cpu_times(), time.perf_counter() - start
             used = sum(getattr(after, f, 0.0) - getattr(before, f, 0.0) for f in BUSY_FIELDS)
-            busy.cpu_pct = 100 * used / (seconds * (psutil.cpu_count() or 1)) if seconds > 0 else None
+            share = used / (seconds * (psutil.cpu_count() or 1)) if seconds > 0 else None
+            busy.cpu_pct = None if share is None else min(100.0, 100 * share)  # the kernel counts in ticks
 
     def close(self) -> None:
         if self.handle is not None:
