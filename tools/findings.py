@@ -134,9 +134,9 @@ def _video(get: Lookup) -> str:
     busy = f", NVDEC {nvdec:.0f}% busy" if nvdec is not None else ""
     sweep = get.value(NB07, "results", "sweep", "dali_over_dataloader")
     told = [f"{s} ({get.ratio(NB07, 'sweep', 'dali_over_dataloader', s)})" for s in sweep]
-    swept = f"; at other sizes, DALI / the DataLoader: {', '.join(told)}" if told else ""
+    swept = f"; DALI / the DataLoader at other sizes: {', '.join(told)}" if told else ""
     who = f"{readers} DALI readers, one shard each" if readers > 1 else "one DALI reader"
-    return (f"on {codec} clips of {frames} frames, {who} ({best}{busy}), alone, "
+    return (f"on {codec} clips of {frames} frames, {who} ({busy.lstrip(', ') or best}), alone, "
             f"{'were' if readers > 1 else 'was'} "
             f"{versus(alone, 'PyAV in the best torch DataLoader')}, and "
             f"feeding the 3D model the loader reached {fed} of training alone{swept}.")
