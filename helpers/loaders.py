@@ -114,7 +114,12 @@ class PipelineFeed:
     """Pipeline mode through DALI's PyTorch plugin: ``DALIGenericIterator`` over a built
     pipeline whose reader is named ``"Reader"``, the last batch kept partial, and the next epoch
     started as soon as one ends (``auto_reset``, as between the epochs of a training run).
-    ``prepare`` turns the iterator's dict of outputs into ``(images, labels)``."""
+    ``prepare`` turns the iterator's dict of outputs into ``(images, labels)``.
+
+    The pipeline runs ahead of the batch being read by its prefetch queue's depth, across the
+    end of an epoch too: when an epoch ends, the first ``ahead`` batches of the next one are
+    prepared or in work (a dynamic-mode capture loop stops at the end of its epoch and starts the
+    next cold). ``helpers.harness`` counts that head start into its ratios."""
 
     def __init__(self, pipe: Any, outputs: Sequence[str],
                  prepare: Callable[[Mapping[str, Any]], Batch]) -> None:
@@ -122,6 +127,9 @@ class PipelineFeed:
         from nvidia.dali.plugin.pytorch import LastBatchPolicy
 
         self.prepare = prepare
+        depth = pipe.prefetch_queue_depth  # an int, or {"cpu_size", "gpu_size"} (separated queues)
+        self.ahead = int(max(depth.values()) if isinstance(depth, dict) else depth)
+        self.batch_size = int(pipe.max_batch_size)
         self.iterator: Any = DALIGenericIterator(pipe, list(outputs), reader_name="Reader",
                                                  last_batch_policy=LastBatchPolicy.PARTIAL,
                                                  auto_reset=True)

@@ -5,6 +5,7 @@ small CPU loops over the embedded MNIST test LMDB."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -175,3 +176,39 @@ def test_staged_serves_the_same_batches_every_epoch() -> None:
     batches = [(1, "a"), (2, "b")]
     staged = Staged(iter(batches))  # an iterator is kept as a list: every epoch sees all of it
     assert list(staged.epoch()) == list(staged.epoch()) == batches
+
+
+def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() -> None:
+    """What the harness counts as pipeline mode's head start: when an epoch of a pipeline-mode feed
+    ends, DALI has already run (or is running) ``feed.ahead`` iterations of the next epoch, and
+    none more until the next epoch is read (auto_reset schedules nothing extra). If DALI ran more
+    ahead, or stopped at the epoch's end, this fails and the harness's bound must change."""
+    import numpy as np
+    from nvidia.dali import fn
+    from nvidia.dali import pipeline_def
+
+    from helpers.data_sources import locate_data
+    from helpers.loaders import PipelineFeed
+
+    runs = []
+
+    def count(_info=None):
+        runs.append(1)
+        return [np.zeros(1, dtype=np.int32)] * 10
+
+    @pipeline_def(batch_size=10, num_threads=1, device_id=None, prefetch_queue_depth=2)
+    def counted():
+        jpegs, labels = fn.readers.caffe2(path=str(locate_data(verbose=False).mnist_testing),
+                                          name="Reader")
+        return labels, fn.external_source(source=count, batch=True)
+
+    pipe = counted()
+    pipe.build()
+    feed = PipelineFeed(pipe, ["labels", "runs"], lambda out: (out["runs"], out["labels"]))
+    batches = sum(1 for _ in feed.epoch())
+    assert batches * 10 == pipe.epoch_size("Reader") and feed.ahead == 2 and feed.batch_size == 10
+    assert len(runs) == batches + feed.ahead
+    time.sleep(0.3)
+    assert len(runs) == batches + feed.ahead, "the pipeline ran more iterations after its epoch ended"
+    assert sum(1 for _ in feed.epoch()) == batches
+    assert len(runs) == 2 * batches + feed.ahead
