@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag
 
+import nbformat
 import pytest
 import yaml
 from bs4 import BeautifulSoup
@@ -780,3 +781,142 @@ def test_notebook_page_starts_its_first_lesson_within_two_screens(wide_view: Cal
     assert lessons, f"{page_path}: no section heading after the parameters"
     text, top = lessons[0]
     assert top <= FIRST_LESSON_BY, f"{page_path}: its first lesson, {text!r}, starts at {top:.0f} px"
+
+
+# The lessons-first targets of every notebook (issue 38): the first visible ``ndd.`` call within
+# 1,100 px of the page's top at 1280x900, at most 14 screens at 1280x900 and 28 on a phone
+# (390x844), and at most 2,000 non-blank code lines in all the notebooks. A notebook that does
+# not meet a target yet is listed in ``NOT_YET`` with what it misses: its test is an expected
+# failure, strict, so that it fails (and the entry must go) once the notebook meets the target.
+FIRST_NDD_BY = 1100  # px from the page's top at 1280x900
+MOST_SCREENS = 14
+MOST_PHONE_SCREENS = 28
+MOST_CODE_LINES = 2000
+
+# the notebooks that do not meet a target yet: {target: {page: why}}
+NOT_YET: dict[str, dict[str, str]] = {
+    "first_ndd": {
+        "notebooks/01-getting-started.html": "not rewritten yet: at 1,863 px",
+        "notebooks/02-capture-mode.html": "not rewritten yet: at 1,702 px",
+        "notebooks/03-feeding-pytorch-fast.html": "not rewritten yet: at 2,333 px",
+        "notebooks/05-photos-at-scale.html": "not rewritten yet: at 2,691 px",
+        "notebooks/06-checkpoint-resume.html": "not rewritten yet: at 1,985 px",
+        "notebooks/07-video-clips.html": "not rewritten yet: at 2,136 px",
+        "notebooks/04-scaling-out.html": "not rewritten yet: its DALI calls are in the script, folded",
+    },
+    "screens": {
+        "notebooks/01-getting-started.html": "not rewritten yet: 18.8 screens",
+        "notebooks/02-capture-mode.html": "not rewritten yet: 17.1 screens",
+        "notebooks/03-feeding-pytorch-fast.html": "not rewritten yet: 19.7 screens",
+        "notebooks/04-scaling-out.html": "not rewritten yet: 14.3 screens",
+        "notebooks/05-photos-at-scale.html": "not rewritten yet: 20.0 screens",
+        "notebooks/06-checkpoint-resume.html": "not rewritten yet: 15.4 screens",
+        "notebooks/07-video-clips.html": "not rewritten yet: 19.7 screens",
+    },
+    "phone_screens": {
+        "notebooks/01-getting-started.html": "not rewritten yet: 33.7 screens",
+        "notebooks/02-capture-mode.html": "not rewritten yet: 33.2 screens",
+        "notebooks/03-feeding-pytorch-fast.html": "not rewritten yet: 35.1 screens",
+        "notebooks/04-scaling-out.html": "not rewritten yet: 29.2 screens",
+        "notebooks/05-photos-at-scale.html": "not rewritten yet: 37.5 screens",
+        "notebooks/06-checkpoint-resume.html": "not rewritten yet: 31.2 screens",
+        "notebooks/07-video-clips.html": "not rewritten yet: 33.1 screens",
+    },
+}
+
+FIRST_NDD_JS = """() => {
+  // the top of the first visible `ndd.` of a code cell or its output (highlighting splits it in spans)
+  for (const pre of document.querySelectorAll('.jp-CodeCell pre')) {  // its code, or a script it shows
+    if (pre.closest('details:not([open])') || pre.getClientRects().length === 0) continue;
+    const at = pre.textContent.indexOf('ndd.');
+    if (at < 0) continue;
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    let seen = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (seen + node.textContent.length > at) {
+        const range = document.createRange();
+        range.setStart(node, at - seen);
+        range.setEnd(node, at - seen + 1);
+        return range.getBoundingClientRect().top + window.scrollY;
+      }
+      seen += node.textContent.length;
+    }
+  }
+  return null;
+}"""
+
+
+def _expected(target: str, page_path: str) -> Any:
+    why = NOT_YET[target].get(page_path)
+    return pytest.param(page_path, marks=pytest.mark.xfail(reason=why, strict=True)) if why else page_path
+
+
+def _pages(target: str) -> list[Any]:
+    return [_expected(target, page) for page in NOTEBOOK_PAGES]
+
+
+@pytest.fixture(scope="module")
+def first_ndd(browser: Any, base_url: str) -> Callable[[str], float | None]:
+    measured: dict[str, float | None] = {}
+
+    def top(page_path: str) -> float | None:
+        if page_path not in measured:
+            page = browser.new_page(viewport={"width": 1280, "height": SCREEN})
+            try:
+                page.goto(base_url + page_path, wait_until="load")
+                measured[page_path] = page.evaluate(FIRST_NDD_JS)
+            finally:
+                page.close()
+        return measured[page_path]
+
+    return top
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", _pages("first_ndd"))
+def test_the_first_visible_dali_call_is_within_1100_px(first_ndd: Callable[[str], float | None],
+                                                       page_path: str) -> None:
+    top = first_ndd(page_path)
+    assert top is not None, f"{page_path}: no visible code cell calls `ndd.`"
+    assert top <= FIRST_NDD_BY, f"{page_path}: the first visible `ndd.` is at {top:.0f} px"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", _pages("screens"))
+def test_a_notebook_page_is_at_most_14_screens_at_1280_px(wide_view: Callable[[str], dict[str, Any]],
+                                                         page_path: str) -> None:
+    height = wide_view(page_path)["height"]
+    assert height <= MOST_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", _pages("phone_screens"))
+def test_a_notebook_page_is_at_most_28_screens_on_a_phone(browser: Any, base_url: str,
+                                                         page_path: str) -> None:
+    page = browser.new_page(viewport=PHONE)
+    try:
+        page.goto(base_url + page_path, wait_until="load")
+        height = page.evaluate("document.documentElement.scrollHeight")
+    finally:
+        page.close()
+    screens = height / PHONE["height"]
+    assert screens <= MOST_PHONE_SCREENS, f"{page_path}: {screens:.1f} screens at 390 px"
+
+
+def code_lines(notebook: Any) -> int:
+    """The non-blank lines of a notebook's code cells."""
+    return sum(1 for cell in notebook.cells if cell.cell_type == "code"
+               for line in cell.source.splitlines() if line.strip())
+
+
+def test_code_lines_are_counted_per_non_blank_line_of_code_cells() -> None:
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("a = 1\n\n   \nb = 2"), nbformat.v4.new_markdown_cell("x\ny"),
+        nbformat.v4.new_code_cell("")])
+    assert code_lines(notebook) == 2
+
+
+@pytest.mark.xfail(reason="issue 38: notebooks 04, 06 and 07 are not rewritten yet", strict=True)
+def test_the_notebooks_hold_at_most_2000_lines_of_code_in_all() -> None:
+    counts = {path.stem: code_lines(nbformat.read(path, as_version=4)) for path in notebook_paths()}
+    assert sum(counts.values()) <= MOST_CODE_LINES, f"{sum(counts.values()):,} code lines: {counts}"
