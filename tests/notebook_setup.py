@@ -11,14 +11,19 @@ runs it once in a kernel through ``tools.suite.run_notebook``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from helpers.parameters import INJECTED_TAG
 from helpers.parameters import PAPERMILL_INJECTED
+from helpers.paths import REPO_ROOT
+from tools.registry import notebook_paths
 
 SETUP_TAGS = {"parameters", "hide-input"}
 
@@ -57,3 +62,48 @@ def run_setup(notebook: Path, parameters: dict[str, Any] | None = None) -> dict[
     finally:
         os.chdir(before)
     return namespace
+
+
+# Each notebook's refusals of bad parameters are written in its own test file, tests/test_nbNN.py,
+# as ``REFUSALS = [(parameters, error class, words of the message), ...]`` (or ``pytest.param`` of
+# the same, with marks); tests/test_notebook_refusals.py runs them for every notebook of the
+# registry, so a new notebook's are picked up without a list to edit.
+REFUSALS = "REFUSALS"
+
+
+def notebook_test_file(notebook: Path, root: Path) -> Path:
+    """The test file of a notebook of the checkout ``root``: tests/test_nbNN.py."""
+    return root / "tests" / f"test_nb{notebook.name[:2]}.py"
+
+
+def _module(path: Path) -> Any:
+    """The test module at ``path``: the one pytest imported already, or a fresh import."""
+    imported = sys.modules.get(path.stem)
+    if imported is not None and Path(getattr(imported, "__file__", "")).resolve() == path.resolve():
+        return imported
+    spec = importlib.util.spec_from_file_location(f"refusals_of_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def refusal_cases(root: Path = REPO_ROOT) -> list[Any]:
+    """``pytest.param(notebook stem, parameters, error, message)`` for each refusal of each notebook
+    of the registry (``tools.registry``) of the checkout ``root``; a notebook whose test file, or
+    whose ``REFUSALS`` in it, is missing gets one case with ``error`` None and what to add."""
+    cases = []
+    for notebook in notebook_paths(root):
+        file = notebook_test_file(notebook, root)
+        found = getattr(_module(file), REFUSALS, None) if file.is_file() else None
+        if not found:
+            what = (f"{file.relative_to(root)} is missing" if not file.is_file()
+                    else f"{file.relative_to(root)} has no {REFUSALS}")
+            cases.append(pytest.param(notebook.stem, {}, None,
+                                      f"{what}: list the notebook's refusals of bad parameters there as "
+                                      f"{REFUSALS} = [(parameters, error class, words of the message)]",
+                                      id=f"{notebook.stem}-missing"))
+            continue
+        for index, case in enumerate(found):
+            values, marks = (case.values, case.marks) if hasattr(case, "marks") else (case, ())
+            cases.append(pytest.param(notebook.stem, *values, marks=marks, id=f"{notebook.stem}-{index}"))
+    return cases
