@@ -1,6 +1,7 @@
-"""A notebook's set-up, executed in the test's own process: the code cells from the top up to its
-first lesson, which are its bookkeeping (tagged ``parameters`` or ``hide-input``: the guard, the
-parameters, the check of their names, the imports, the check of their values).
+"""A notebook's set-up, executed in the test's own process: the tagged code cells from the top up
+to its first lesson after the parameters, which are its bookkeeping (tagged ``parameters`` or
+``hide-input``: the guard, the parameters, the check of their names, the imports, the check of
+their values).
 
 A refusal of a bad parameter happens there, so a test of one needs no kernel: the cells run as
 papermill would run them, with the given parameters in a cell of their own after the
@@ -29,15 +30,21 @@ SETUP_TAGS = {"parameters", "hide-input"}
 
 
 def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
-    """The code cells before the notebook's first lesson (its first code cell of neither tag)."""
-    cells = []
+    """The set-up's code cells: those of either tag from the top to the first lesson after the
+    ``parameters`` cell (its first code cell of neither tag). A notebook opens with its lesson, so
+    untagged cells before the ``parameters`` cell (the first lesson, which needs no parameter)
+    are left out."""
+    cells, seen_parameters = [], False
     for cell in nbformat.read(notebook, as_version=4).cells:
         tags = set(cell.metadata.get("tags", []))
         # a cell an earlier papermill run left: the runner drops it too
         if cell.cell_type != "code" or INJECTED_TAG in tags:
             continue
         if not tags & SETUP_TAGS:
-            break
+            if seen_parameters:
+                break
+            continue
+        seen_parameters = seen_parameters or "parameters" in tags
         cells.append(cell)
     return cells
 
