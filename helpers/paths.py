@@ -30,9 +30,14 @@ def relative(path: str | Path) -> str:
     if os.environ.get("DALI_EXTRA_PATH", "").strip():
         bases.append((Path(os.environ["DALI_EXTRA_PATH"].strip()).expanduser(), "$DALI_EXTRA_PATH/"))
     bases.append((Path.home(), "~/"))
-    for base, prefix in bases:
+    # as written first (a data folder that is a link to another disk stays inside the checkout),
+    # then with every link resolved
+    written = Path(os.path.normpath(path))
+    pairs = [(written, base, prefix) for base, prefix in bases]
+    pairs += [(path.resolve(), base.resolve(), prefix) for base, prefix in bases]
+    for candidate, base, prefix in pairs:
         try:
-            inside = path.resolve().relative_to(base.resolve())
+            inside = candidate.relative_to(base)
         except ValueError:
             continue
         return f"{prefix}{inside.as_posix()}" if prefix or str(inside) != "." else "."

@@ -45,7 +45,7 @@ CASES = [
     ("02-capture-mode", {"epochs": "3"}, ParameterError,
      "parameter epochs must be a positive integer, not '3'"),
     ("02-capture-mode", {"placement_epochs": 2}, ParameterError,
-     "parameter placement_epochs must be at least 3, not 2: the first epoch of every training"),
+     "parameter placement_epochs must be at least 3, not 2: the first epoch of each way is an untimed"),
     pytest.param("02-capture-mode", {"device": "gpu"}, GPUUnavailableError, 'device="cpu"', marks=no_gpu),
     ("03-feeding-pytorch-fast", {"batch_sizes": [64, 100], "device": "cpu"}, ParameterError,
      "every loader batch size must be a multiple of the first (64)"),
