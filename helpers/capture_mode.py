@@ -1,0 +1,228 @@
+"""Notebook 02's bookkeeping, kept out of its lessons: the set-up (the parameters checked, the data
+found, the device chosen), the sentences it generates from its measurements (each worded by its
+95% interval, :func:`helpers.benchmarking.versus`), and its record, built in one call.
+
+The DALI calls, the model and the training step stay in the notebook, where the reader sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import NamedTuple
+
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import versus
+from helpers.data_sources import locate_data
+from helpers.devices import resolve_device
+from helpers.devices import skip_message
+from helpers.embedded_data import read_manifest
+from helpers.parameters import at_least
+from helpers.parameters import reject_unknown_parameters
+from helpers.paths import relative
+
+NOTEBOOK = "02-capture-mode.ipynb"
+GOAL = 1.6  # capture / eager, for an H200 at the notebook's defaults (DALI's tutorial printed 1.61x)
+GOAL_MACHINE = "H200"
+LOSS_TOLERANCE = 1e-4  # the largest gap in an epoch's mean loss that counts as the same training
+WARM_UP_AND_TWO = (3, "the first epoch of each way is an untimed warm-up (it trains nothing), and a "
+                      "95% interval needs two timed epochs or more")
+DEFAULTS = {"gpu": {"epochs": 17, "num_shards": 4}, "cpu": {"epochs": 6, "num_shards": 20}}
+PARAMETERS = ("data_path", "test_path", "device", "batch_size", "epochs", "placement_epochs",
+              "num_shards", "learning_rate", "seed")
+
+
+class Setup(NamedTuple):
+    data_path: str
+    test_path: str
+    device: str
+    epochs: int
+    num_shards: int
+
+
+def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
+    """The notebook's parameters (its ``globals()``) checked, with the defaults of its device
+    filled in and its data found; prints what it will read and run. ``history`` is IPython's
+    ``In`` (an unknown parameter that papermill injected is refused by name)."""
+    reject_unknown_parameters(history, NOTEBOOK)
+    device = resolve_device(namespace["device"])
+    resolved = {**namespace, **{k: namespace[k] or v for k, v in DEFAULTS[device].items()}}
+    at_least(resolved, {"batch_size": 1, "num_shards": 1, "epochs": WARM_UP_AND_TWO,
+                        "placement_epochs": WARM_UP_AND_TWO})
+    data = locate_data(verbose=False)
+    setup = Setup(str(namespace["data_path"] or data.mnist_training),
+                  str(namespace["test_path"] or data.mnist_testing), device, resolved["epochs"],
+                  resolved["num_shards"])
+    print(f"training LMDB: {relative(setup.data_path)}; held-out LMDB: {relative(setup.test_path)}")
+    print(f"preprocessing and training on the {device}; each epoch reads the next 1/{setup.num_shards} "
+          f"of the training set; {setup.epochs} epochs per mode, the first an untimed warm-up")
+    if is_embedded(setup.data_path):
+        training, testing = read_manifest(data.mnist_training), read_manifest(data.mnist_testing)
+        print(f"Embedded data: {training['records']:,} training records made of "
+              f"{len(training['digits']):,} distinct real digits (each about "
+              f"{training['records'] // len(training['digits'])} times), {testing['records']:,} "
+              "others held out: not MNIST's own digits, so losses and accuracies here are not "
+              "comparable with those of DALI's tutorial.")
+    return setup
+
+
+def parameters_of(namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as the record keeps them (paths relative to the checkout)."""
+    found = {name: namespace[name] for name in PARAMETERS}
+    return {**found, "data_path": relative(found["data_path"]), "test_path": relative(found["test_path"])}
+
+
+def plan(ways: int, epochs: int, batches: int, batch_size: int) -> str:
+    """The work a run of the harness will do, said before it starts."""
+    samples = ways * epochs * batches * batch_size
+    return (f"Planned: {ways} ways x {epochs} epochs ({epochs - 1} timed, one a round, after an untimed "
+            f"warm-up) x {batches} batches of {batch_size} = {samples:,} samples")
+
+
+def per_round(rates_a: Sequence[float], rates_b: Sequence[float]) -> list[float]:
+    """Each round's ratio of two ways' rates (the rounds that the paired interval is built from)."""
+    return [a / b for a, b in zip(rates_a, rates_b, strict=True)]
+
+
+def spread(rates_a: Sequence[float], rates_b: Sequence[float], a: str, b: str) -> str:
+    """How far the per-round ratios drift: the lowest and the highest."""
+    ratios = per_round(rates_a, rates_b)
+    return (f"Round by round, {a}'s rate over {b}'s ranged from {min(ratios):.2f}x to "
+            f"{max(ratios):.2f}x; the interval is built from these {len(ratios)} per-round ratios, "
+            "so it covers the drift between these rounds, not what another process or another "
+            "pipeline build may change.")
+
+
+def compared(r: Ratio, rates_a: Sequence[float], rates_b: Sequence[float]) -> str:
+    """The benchmark's sentence: capture mode against eager mode, worded by its interval, and the
+    drift of the per-round ratios."""
+    return (f"Training over {r.trials} paired epochs, capture mode was **{versus(r, 'eager mode')}** "
+            f"(its rate over eager mode's, 95% interval in brackets). "
+            + spread(rates_a, rates_b, "capture mode", "eager mode"))
+
+
+def placement_sentence(r: Ratio | None) -> str:
+    """Decoding on the GPU against decoding on the CPU, in capture mode; a tie says that the run
+    cannot tell them apart and what would."""
+    if r is None:
+        return skip_message("Comparing CPU and GPU decoding")
+    said = f"Training in capture mode over {r.trials} paired epochs, decoding on the GPU was " \
+           f"**{versus(r, 'decoding on the CPU')}**."
+    if r.low > 1 or r.high < 1:
+        return f"{said} For this workload, decode on the {'GPU' if r.low > 1 else 'CPU'}."
+    return (f"{said} An interval that includes 1 supports no advice: this run cannot tell the two "
+            "placements apart. More rounds (`placement_epochs`) narrow it; only an interval wholly "
+            "above or below 1 would say where to decode these digits.")
+
+
+def loss_gap(losses: Mapping[str, Sequence[float]]) -> float:
+    """The largest gap between eager and capture mode in an epoch's mean training loss."""
+    return max(abs(a - b) for a, b in zip(losses["eager"], losses["capture"], strict=True))
+
+
+def equality_goal(losses: Mapping[str, Sequence[float]], accuracies: Mapping[str, float]) -> dict[str, Any]:
+    """The second goal: the same mean loss in every epoch and the same held-out accuracy."""
+    gap = loss_gap(losses)
+    same = gap <= LOSS_TOLERANCE * max(1.0, losses["eager"][-1]) and \
+        accuracies["eager"] == accuracies["capture"]
+    return {"name": "equal loss and held-out accuracy", "largest_epoch_loss_gap": gap,
+            "test_accuracy": dict(accuracies), "verdict": "met" if same else "not met"}
+
+
+def equality_line(equality: Mapping[str, Any]) -> str:
+    accuracy = equality["test_accuracy"]
+    return (f"{equality['name']}: largest gap in an epoch's mean loss "
+            f"{equality['largest_epoch_loss_gap']:.1e}, held-out accuracy {accuracy['eager']:.2%} "
+            f"(eager) and {accuracy['capture']:.2%} (capture): {equality['verdict']}")
+
+
+def goal_note(gpu: str | None, device: str) -> str:
+    """Whether this run judges the goal, which is stated for an H200."""
+    if device == "gpu" and GOAL_MACHINE in (gpu or ""):
+        return f"This run is on an {GOAL_MACHINE}: the verdicts judge the goals (at these parameters)."
+    return (f"The goals are stated for an {GOAL_MACHINE}; this run ({device}, {gpu or 'no GPU'}) says "
+            "what this machine measured, not whether the goals hold.")
+
+
+def conclusion(fed: Any, *, machine: str, equality: Mapping[str, Any], placement: Ratio | None) -> str:
+    """The answer, with this run's figures and intervals (``fed``: the harness's results of eager
+    and capture mode; ``placement``: GPU over CPU decoding, or None), and what to do with it."""
+    r, rates = fed.ratio("capture", "eager"), {mode: fed.rates(mode) for mode in ("eager", "capture")}
+    samples = fed.trials["eager"][0].samples
+    accuracy = equality["test_accuracy"]
+    same = equality["verdict"] == "met"
+    lines = [f"**The answer on this machine ({machine}).** Training, capture mode was "
+             f"**{versus(r, 'eager mode')}**, over {r.trials} paired epochs of {samples:,} samples. "
+             + spread(rates["capture"], rates["eager"], "capture mode", "eager mode"),
+             f"{'Both modes trained alike' if same else 'The two modes did not train alike'}: the "
+             f"largest gap in an epoch's mean loss was {equality['largest_epoch_loss_gap']:.1e}, the "
+             f"held-out accuracy {accuracy['eager']:.1%} (eager) and {accuracy['capture']:.1%} (capture)."]
+    if r.low > 1:
+        lines.append("What to do: train with `next_epoch(..., capture=True)`, under a guard that "
+                     "says what it captured; keep the batch size and the device fixed for the "
+                     "reader's life, give the random operators an RNG of their own, and let every "
+                     "epoch finish.")
+    elif r.high < 1:
+        lines.append("What to do: capture mode was slower here; read what the guard says it "
+                     "captured, and keep the eager loop on this machine until a run shows otherwise.")
+    else:
+        lines.append("What to do: this run cannot tell the two modes apart; more rounds (`epochs`) "
+                     "narrow the interval, on the machine you train on.")
+    if placement is not None:
+        lines.append(placement_sentence(placement))
+    return "\n\n".join(lines)
+
+
+def is_embedded(data_path: str) -> bool:
+    """Whether ``data_path`` is the embedded copy that `make data` builds (not DALI_extra's)."""
+    data = locate_data(verbose=False)
+    return data.origin.startswith("embedded") and str(data.mnist_training) == str(data_path)
+
+
+def _ratio_record(r: Ratio) -> dict[str, Any]:
+    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
+
+
+def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals: Mapping[str, Any],
+           equality: Mapping[str, Any],
+           identical: bool, test_digits: int, data_path: str, captured: list[str] | None,
+           rules: Mapping[str, Any], batch_size_error: str | None) -> tuple[dict, dict]:
+    """The notebook's ``(headline, results)``, from the harness's results (``fed``: eager and
+    capture; ``placement``: CPU and GPU decoding, or None) and what the other lessons made (the
+    held-out accuracies are the equality goal's)."""
+    accuracies = equality["test_accuracy"]
+    rates = {mode: fed.rates(mode) for mode in ("eager", "capture")}
+    capture_over_eager = fed.ratio("capture", "eager")
+    headline = {"eager_samples_per_s": fed.estimate("eager")[0],
+                "capture_samples_per_s": fed.estimate("capture")[0],
+                "capture_over_eager": capture_over_eager.ratio,
+                "last_epoch_mean_loss_eager": losses["eager"][-1],
+                "last_epoch_mean_loss_capture": losses["capture"][-1],
+                "test_accuracy_eager": accuracies["eager"], "test_accuracy_capture": accuracies["capture"]}
+    ratios = {"capture_over_eager": _ratio_record(capture_over_eager)}
+    decode = {"cpu": [], "gpu": []}
+    if placement is not None:
+        cpu, gpu = "decode on the CPU", "decode on the GPU"
+        decode = {"cpu": placement.rates(cpu), "gpu": placement.rates(gpu)}
+        headline |= {"capture_cpu_decode_samples_per_s": placement.estimate(cpu)[0],
+                     "capture_gpu_decode_samples_per_s": placement.estimate(gpu)[0],
+                     "gpu_decode_over_cpu_decode": placement.ratio(gpu, cpu).ratio}
+        ratios["gpu_decode_over_cpu_decode"] = _ratio_record(placement.ratio(gpu, cpu))
+    results = {
+        "training": {mode: {"epoch_samples_per_s": rates[mode], "losses": list(losses[mode]),
+                            "test_accuracy": accuracies[mode]} for mode in rates},
+        "samples_per_epoch": fed.trials["eager"][0].samples, "identical_batches": identical,
+        "largest_epoch_loss_gap": loss_gap(losses), "test_accuracies": dict(accuracies),
+        "test_digits": test_digits, "embedded_data": is_embedded(data_path), "ratios": ratios,
+        "goals": dict(goals),
+        "equality_goal": dict(equality), "decode_placement": decode, "captured_operators": captured,
+        "capture_rules_demo": dict(rules), "batch_size_change_error": batch_size_error,
+        "harness": {"training": fed.as_record(),
+                    "placement": placement.as_record() if placement is not None else None}}
+    return headline, results
+
+
+__all__ = ["GOAL", "Setup", "compared", "conclusion", "equality_goal", "equality_line", "goal_note",
+           "loss_gap", "parameters_of", "per_round", "placement_sentence", "plan", "record", "set_up",
+           "spread"]
