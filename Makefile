@@ -79,11 +79,12 @@ nbval: data
 	$(PY) -m pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 
-# each notebook runs once: the runner executes it, the GPU tier's checks (one module, which needs
-# none of the docs' packages) read what it recorded
+# each notebook runs once: the runner executes it, the GPU tier's checks read what it recorded
+# (tests/test_gpu_tier.py, and those marked gpu in each notebook's test file; none of them needs
+# the docs' packages)
 test-gpu: data
 	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN) $(if $(ONLY),--only $(ONLY))
-	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests/test_gpu_tier.py
+	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests/test_gpu_tier.py $(wildcard tests/test_nb[0-9][0-9].py)
 
 bench: data
 	$(PY) -m tools.suite bench --device auto $(if $(OUT),--out $(OUT))

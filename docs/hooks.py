@@ -4,8 +4,11 @@ MkDocs validates the nav and the links of the Markdown pages, mkdocs-jupyter ren
 notebooks, nbconvert coalesces their streams (jupyter_nbconvert_config.json here). This hook adds
 what no library does:
 
-- the committed notebooks (notebooks/NN-*.ipynb) and results records (results/*.json) of the
-  checkout become files of the site, where MkDocs checks the nav and the links against them;
+- the nav's Notebooks section, left empty in mkdocs.yml (``- Notebooks: []``), is filled with the
+  registry's notebooks (tools.registry: every notebooks/NN-*.ipynb, in order), so that no notebook
+  is listed by hand; one listed there by hand is a warning;
+- the committed notebooks and results records (results/*.json) of the checkout become files of
+  the site, where MkDocs checks the nav and the links against them;
 - the landing page's inventory block and the results page's blocks (goals, a table per notebook,
   the published comparison) are filled in by the functions that write the README's and the
   committed page's (tools.inventory, tools.results_table), with the site's links;
@@ -54,9 +57,9 @@ from pygments.lexers import PythonLexer
 
 try:
     from helpers.parameters import INJECTED_TAG
-    from tools.inventory import notebook_paths
     from tools.inventory import render_inventory
     from tools.readme_blocks import replace_block
+    from tools.registry import notebook_paths
     from tools.results_table import render_goals_table
     from tools.results_table import render_notebook_tables
     from tools.results_table import render_published_comparison
@@ -85,7 +88,35 @@ def on_config(config: Any) -> Any:
     paths = [p for p in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
     if here not in paths:
         os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join([here, *paths])
+    nav, problems = notebook_nav(config.nav, _root(config))
+    for problem in problems:
+        log.warning("mkdocs.yml: %s", problem)
+    config.nav = nav
     return config
+
+
+NAV_SECTION = "Notebooks"  # the nav section that the hook fills with the registry's notebooks
+
+
+def notebook_nav(nav: list[Any] | None, root: Path) -> tuple[list[Any], list[str]]:
+    """``nav`` with its Notebooks section (``- Notebooks: []`` in mkdocs.yml) holding the
+    registry's notebooks of the checkout at ``root`` (their paths in the site, in order), and
+    what is wrong with the section as written: missing, or listing notebooks by hand."""
+    entries = [f"notebooks/{path.name}" for path in notebook_paths(root)]
+    nav = list(nav or [])
+    problems: list[str] = []
+    at = [i for i, item in enumerate(nav) if isinstance(item, dict) and NAV_SECTION in item]
+    if not at:
+        problems.append(f"the nav has no `- {NAV_SECTION}: []` section: add it where the notebooks "
+                        "go (the hook fills it with every notebooks/NN-*.ipynb)")
+        return nav, problems
+    listed = nav[at[0]][NAV_SECTION]
+    if listed:
+        problems.append(f"the nav's {NAV_SECTION} section lists {listed!r} by hand: leave it "
+                        f"`- {NAV_SECTION}: []`, the hook fills it with every notebooks/NN-*.ipynb "
+                        "(tools.registry)")
+    nav[at[0]] = {NAV_SECTION: entries}
+    return nav, problems
 
 
 @event_priority(50)  # before mkdocs-jupyter's on_files, which wraps the notebooks as pages

@@ -1,6 +1,7 @@
-"""A notebook's set-up, executed in the test's own process: the code cells from the top up to its
-first lesson, which are its bookkeeping (tagged ``parameters`` or ``hide-input``: the guard, the
-parameters, the check of their names, the imports, the check of their values).
+"""A notebook's set-up, executed in the test's own process: the tagged code cells from the top up
+to its first lesson after the parameters, which are its bookkeeping (tagged ``parameters`` or
+``hide-input``: the guard, the parameters, the check of their names, the imports, the check of
+their values).
 
 A refusal of a bad parameter happens there, so a test of one needs no kernel: the cells run as
 papermill would run them, with the given parameters in a cell of their own after the
@@ -11,28 +12,39 @@ runs it once in a kernel through ``tools.suite.run_notebook``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from helpers.parameters import INJECTED_TAG
 from helpers.parameters import PAPERMILL_INJECTED
+from helpers.paths import REPO_ROOT
+from tools.registry import notebook_paths
 
 SETUP_TAGS = {"parameters", "hide-input"}
 
 
 def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
-    """The code cells before the notebook's first lesson (its first code cell of neither tag)."""
-    cells = []
+    """The set-up's code cells: those of either tag from the top to the first lesson after the
+    ``parameters`` cell (its first code cell of neither tag). A notebook opens with its lesson, so
+    untagged cells before the ``parameters`` cell (the first lesson, which needs no parameter)
+    are left out."""
+    cells, seen_parameters = [], False
     for cell in nbformat.read(notebook, as_version=4).cells:
         tags = set(cell.metadata.get("tags", []))
         # a cell an earlier papermill run left: the runner drops it too
         if cell.cell_type != "code" or INJECTED_TAG in tags:
             continue
         if not tags & SETUP_TAGS:
-            break
+            if seen_parameters:
+                break
+            continue
+        seen_parameters = seen_parameters or "parameters" in tags
         cells.append(cell)
     return cells
 
@@ -57,3 +69,48 @@ def run_setup(notebook: Path, parameters: dict[str, Any] | None = None) -> dict[
     finally:
         os.chdir(before)
     return namespace
+
+
+# Each notebook's refusals of bad parameters are written in its own test file, tests/test_nbNN.py,
+# as ``REFUSALS = [(parameters, error class, words of the message), ...]`` (or ``pytest.param`` of
+# the same, with marks); tests/test_notebook_refusals.py runs them for every notebook of the
+# registry, so a new notebook's are picked up without a list to edit.
+REFUSALS = "REFUSALS"
+
+
+def notebook_test_file(notebook: Path, root: Path) -> Path:
+    """The test file of a notebook of the checkout ``root``: tests/test_nbNN.py."""
+    return root / "tests" / f"test_nb{notebook.name[:2]}.py"
+
+
+def _module(path: Path) -> Any:
+    """The test module at ``path``: the one pytest imported already, or a fresh import."""
+    imported = sys.modules.get(path.stem)
+    if imported is not None and Path(getattr(imported, "__file__", "")).resolve() == path.resolve():
+        return imported
+    spec = importlib.util.spec_from_file_location(f"refusals_of_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def refusal_cases(root: Path = REPO_ROOT) -> list[Any]:
+    """``pytest.param(notebook stem, parameters, error, message)`` for each refusal of each notebook
+    of the registry (``tools.registry``) of the checkout ``root``; a notebook whose test file, or
+    whose ``REFUSALS`` in it, is missing gets one case with ``error`` None and what to add."""
+    cases = []
+    for notebook in notebook_paths(root):
+        file = notebook_test_file(notebook, root)
+        found = getattr(_module(file), REFUSALS, None) if file.is_file() else None
+        if not found:
+            what = (f"{file.relative_to(root)} is missing" if not file.is_file()
+                    else f"{file.relative_to(root)} has no {REFUSALS}")
+            cases.append(pytest.param(notebook.stem, {}, None,
+                                      f"{what}: list the notebook's refusals of bad parameters there as "
+                                      f"{REFUSALS} = [(parameters, error class, words of the message)]",
+                                      id=f"{notebook.stem}-missing"))
+            continue
+        for index, case in enumerate(found):
+            values, marks = (case.values, case.marks) if hasattr(case, "marks") else (case, ())
+            cases.append(pytest.param(notebook.stem, *values, marks=marks, id=f"{notebook.stem}-{index}"))
+    return cases

@@ -46,7 +46,7 @@ from bs4 import BeautifulSoup
 from PIL import Image
 
 from helpers.paths import REPO_ROOT as ROOT
-from tools.inventory import notebook_paths
+from tools.registry import notebook_paths
 from tools.results_table import render_goals_table
 from tools.results_table import render_notebook_table
 from tools.results_table import render_published_table
@@ -68,8 +68,24 @@ def _nav_pages(nav: Any) -> list[str]:
     return [page for item in items for page in _nav_pages(item)]
 
 
-PAGES = [re.sub(r"\.(md|ipynb)$", ".html", page) for page in
-         _nav_pages(yaml.safe_load((ROOT / "docs" / "mkdocs.yml").read_text())["nav"])]
+def load_hooks(root: Path = ROOT) -> Any:
+    """docs/hooks.py of the checkout ``root`` as a module."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", root / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def site_nav(root: Path = ROOT) -> list[Any]:
+    """The nav of the site built from the checkout ``root``: docs/mkdocs.yml's, with the Notebooks
+    section that the hook fills from the registry (tools.registry)."""
+    nav = yaml.safe_load((root / "docs" / "mkdocs.yml").read_text())["nav"]
+    filled, problems = load_hooks(root).notebook_nav(nav, root)
+    assert not problems, problems
+    return filled
+
+
+PAGES = [re.sub(r"\.(md|ipynb)$", ".html", page) for page in _nav_pages(site_nav())]
 
 
 def mkdocs_build(root: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -523,10 +539,10 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     running = root / "docs" / "pages" / "running.md"
     running.write_text(running.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
     config = root / "docs" / "mkdocs.yml"
+    assert "\n  - Notebooks: []\n" in config.read_text()
     config.write_text(config.read_text().replace(
-        "- notebooks/02-capture-mode.ipynb",
-        "- notebooks/02-capture-mode.ipynb\n      - notebooks/09-gone.ipynb"))
-    shutil.copy(root / "notebooks" / "02-capture-mode.ipynb", root / "notebooks" / "03-extra.ipynb")
+        "\n  - Notebooks: []\n",
+        "\n  - Gone: no-such-nav-page.md\n  - Notebooks:\n      - notebooks/02-capture-mode.ipynb\n"))
 
     first = root / "notebooks" / "01-getting-started.ipynb"
     nb = json.loads(first.read_text())
@@ -552,8 +568,8 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     result = mkdocs_build(root, tmp_path / "site")
     assert result.returncode != 0
     for expected in ("no-such-page.md", "figures/gone.png",  # Markdown links: MkDocs
-                     "notebooks/09-gone.ipynb",  # a nav entry without its file: MkDocs
-                     "03-extra.ipynb",  # a notebook missing from the nav: MkDocs
+                     "no-such-nav-page.md",  # a nav entry without its file: MkDocs
+                     "mkdocs.yml: the nav's Notebooks section lists",  # the hook: one listed by hand
                      "01-getting-started.ipynb: not executed in order",  # the hook, from here on
                      "01-getting-started.ipynb: cell", "error output ValueError",
                      "02-capture-mode.ipynb: link '00-missing.ipynb'",
@@ -640,10 +656,7 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
 @pytest.fixture(scope="module")
 def hooks() -> Any:
     """docs/hooks.py as a module."""
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_hooks()
 
 
 def test_toc_entries_of_headings_with_code_point_at_the_heading(hooks: Any) -> None:

@@ -1,8 +1,11 @@
 """The GPU tier: checks of the output folder of `tools.suite run --device gpu` (make test-gpu),
 every notebook's through one loader, conftest's ``gpu_results`` (a notebook that the run left out
-is skipped, one that failed fails with the cell that failed). Notebook 04's multi-GPU checks run
-when the machine had at least 2 GPUs, and say so when it had fewer. Checks shared with the CI
-tier (a notebook's goals, its trials) come from that notebook's test file."""
+is skipped, one that failed fails with the cell that failed). Every notebook of the registry is
+checked here for having run on the GPU; a notebook's own GPU checks may also sit in its test file
+(tests/test_nbNN.py, with ``gpu_results``: marked ``gpu``), which `make test-gpu` runs too.
+Notebook 04's multi-GPU checks run when the machine had at least 2 GPUs, and say so when it had
+fewer. Checks shared with the CI tier (a notebook's goals, its trials) come from that notebook's
+test file."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,14 +28,19 @@ from helpers.paths import REPO_ROOT
 from helpers.records import NotebookResults
 from helpers.torchrun import LaunchError
 from helpers.torchrun import run_torchrun
-from tools.suite import notebooks
+from tools import registry
 
 Results = Callable[[str], NotebookResults]
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 NB03, NB05, NB06 = "03-feeding-pytorch-fast", "05-photos-at-scale", "06-checkpoint-resume"
 
 
-@pytest.mark.parametrize("notebook", [p.stem for p in notebooks()])
+def gpu_tier_notebooks(root: Path = REPO_ROOT) -> list[str]:
+    """The notebooks that the GPU tier checks: every notebook of the registry (tools.registry)."""
+    return [entry.slug for entry in registry.notebooks(root)]
+
+
+@pytest.mark.parametrize("notebook", gpu_tier_notebooks())
 def test_notebook_ran_on_the_gpu(gpu_results: Results, notebook: str) -> None:
     results = gpu_results(notebook)
     assert results.machine["gpu"], "no GPU recorded in the results"

@@ -27,8 +27,9 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from helpers.paths import REPO_ROOT
+from tools.registry import notebook_paths
 from tools.suite import copy_notebooks
-from tools.suite import suite_metadata
+from tools.suite import scales_of
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"
@@ -166,7 +167,7 @@ def test_make_lab_says_how_to_reach_it(server: Server) -> None:
 
 
 def test_jupyterlab_serves_the_working_copies_only(server: Server) -> None:
-    names = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    names = [p.name for p in notebook_paths()]
     status, listing = server.request("GET", "/api/contents")
     assert status == 200
     assert sorted(item["name"] for item in listing["content"] if item["type"] == "notebook") == names
@@ -197,7 +198,7 @@ def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(
     notebook = nbformat.from_dict(model["content"])
     # a learner makes the run quick: smaller values in the parameters cell
     parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
-    ci = suite_metadata(REPO_ROOT / "notebooks" / NOTEBOOK)["scales"]["ci"]
+    ci = scales_of(REPO_ROOT / "notebooks" / NOTEBOOK)["ci"]
     parameters.source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in ci.items())
     status, session = server.request("POST", "/api/sessions", {
         "path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK, "kernel": {"name": "python3"}})

@@ -13,10 +13,24 @@ from conftest import check_goal
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
+from helpers.data_sources import DataSourceError
 from helpers.devices import gpu_available
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "01-getting-started.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"batch_size": 0}, ParameterError, "parameter batch_size must be a positive integer"),
+    ({"batch_size": 22}, ParameterError, "batch_size=22 is larger than the 21 images"),
+    ({"image_dir": "/no/such/folder"}, DataSourceError, "image folder /no/such/folder does not exist"),
+    ({"speed_batch_size": 65}, ParameterError, "speed_batch_size=65 is larger than speed_images=64"),
+    ({"hw_decoder_loads": [0.5, 2.0]}, ParameterError,
+     "hw_decoder_loads must be a non-empty list of numbers in [0, 1]"),
+    ({"trials": 1}, ParameterError,
+     "parameter trials must be at least 2, not 1: a 95% interval needs two trials"),
+    ({"batchsize": 8}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
+]
 notebook_tests = pytest.mark.notebook
 
 

@@ -14,11 +14,22 @@ from torch import nn
 from helpers import mnist_model
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
+from helpers.devices import GPUUnavailableError
 from helpers.devices import gpu_available
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"batchsize": 8}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
+    ({"epochs": "3"}, ParameterError, "parameter epochs must be a positive integer, not '3'"),
+    ({"placement_epochs": 2}, ParameterError,
+     "parameter placement_epochs must be at least 3, not 2: the first epoch of every training"),
+    pytest.param({"device": "gpu"}, GPUUnavailableError, 'device="cpu"',
+                 marks=pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")),
+]
 notebook_tests = pytest.mark.notebook
 
 

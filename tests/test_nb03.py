@@ -10,10 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import check_goal
 
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"batch_sizes": [64, 100], "device": "cpu"}, ParameterError,
+     "every loader batch size must be a multiple of the first (64)"),
+]
 NAME = NOTEBOOK.stem
 ROLES = ("eager, batch 64", "capture, batch 64", "pipeline mode, default", "best dynamic mode",
          "best pipeline mode", "pipeline mode, same knobs", "best DataLoader", "ceiling")

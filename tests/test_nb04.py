@@ -13,10 +13,16 @@ from helpers.benchmarking import interleaved_order
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
 from helpers.devices import gpu_available
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-scaling-out.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"processes": 1}, ParameterError, "parameter processes must be at least 2"),
+    ({"records": 10**9}, ParameterError, "records: use at most"),
+]
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 
 

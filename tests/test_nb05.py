@@ -12,11 +12,16 @@ from conftest import check_goal
 from notebook_setup import run_setup
 
 from helpers.data_sources import locate_photos
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.records import NotebookResults
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"batchsize": 32}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
+]
 NAME = NOTEBOOK.stem
 GOALS = {"ResNet-50: best dynamic / ceiling": ("resnet50", 0.97),
          "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", 0.97),

@@ -12,10 +12,18 @@ from conftest import check_clean_run
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"processes": 1}, ParameterError, "parameter processes must be at least 2"),
+    ({"epochs": 1}, ParameterError,
+     "parameter epochs must be at least 2, not 1: the first epoch of each benchmark trial"),
+    ({"every": 40, "records": 1024}, ParameterError, "parameter every=40 is too large for 24 steps"),
+]
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
 
 

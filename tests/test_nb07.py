@@ -11,12 +11,17 @@ import pytest
 from conftest import check_goal
 
 from helpers.benchmarking import ratio
+from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.video_clips import clip_span
 from helpers.video_clips import clip_starts
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "07-video-clips.ipynb"
+# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+REFUSALS = [
+    ({"batchsize": 4}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
+]
 NAME = NOTEBOOK.stem
 GOALS = {"fed: best DALI / training alone": 0.85, "alone: best DALI / best PyAV DataLoader": 5,
          "alone: best DALI's decoded frames/s / straight-through decoding": 0.85,

@@ -28,9 +28,16 @@ SAVE_ANSWER = ("import os, pathlib\nfrom helpers.records import NotebookResults\
                ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
 
 
-def _notebook(path: Path, *cells: str) -> Path:
+# a registry entry (tools.registry): what the runner needs of a notebook's metadata
+ENTRY = {"title": "A test", "learn": "nothing", "needs_gpu": "No", "scales": {"ci": {}, "bench": {}}}
+
+
+def _notebook(path: Path, *cells: str, entry: dict | None = ENTRY) -> Path:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if entry is not None:
+        nb.metadata["dali_tutorials"] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
     nb.cells = [new_code_cell("answer = 42\nlabel = 'x'"), *[new_code_cell(c) for c in cells]]
     nb.cells[0].metadata["tags"] = ["parameters"]
     nbformat.write(nb, path)
@@ -75,9 +82,9 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
     anyway. Papermill is handed nothing, so the executed notebook has no injected cell; run.json
     states scale, device, what papermill was handed, the command and the commit, and the record
     made from the folder carries them per notebook. Paths inside the checkout are relative."""
-    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path)
+    monkeypatch.setattr(suite, "ROOT", tmp_path)
     monkeypatch.setattr(suite, "resolve_device", lambda device: "gpu")
-    notebook = _notebook(tmp_path / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
+    notebook = _notebook(tmp_path / "notebooks" / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
     node = nbformat.read(notebook, as_version=4)
     node.cells[0].source += '\ndevice = "auto"'
     nbformat.write(node, notebook)
@@ -116,8 +123,7 @@ def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environ
     from helpers.records import RESULTS_FOLDER_VARIABLE
 
     monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
-    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path / "notebooks")
-    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setattr(suite, "ROOT", tmp_path)
     for name in ("01-a", "02-b"):
         _notebook(tmp_path / "notebooks" / f"{name}.ipynb", "import time; time.sleep(1)",
                   SAVE_ANSWER.format(name=name))
@@ -205,7 +211,7 @@ def test_papermill_is_handed_only_what_changes_the_defaults(monkeypatch, gpu: bo
     monkeypatch.setattr(suite, "resolve_device", lambda device: here if device == "auto" else device)
     for notebook in suite.notebooks():
         declared = suite.declared_parameters(notebook)
-        scales = suite.suite_metadata(notebook)["scales"]
+        scales = suite.scales_of(notebook)
         assert {"ci", "bench"} <= set(scales), notebook.name
         assert declared["device"] == "auto", notebook.name
         for scale in suite.SCALES:
@@ -219,11 +225,9 @@ def test_papermill_is_handed_only_what_changes_the_defaults(monkeypatch, gpu: bo
 
 
 def test_bad_parameters_of_a_scale_stop_the_suite_before_any_kernel(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(suite, "NOTEBOOK_DIR", tmp_path)
-    notebook = _notebook(tmp_path / "12-scale.ipynb", "open('ran', 'w').write('yes')")
-    node = nbformat.read(notebook, as_version=4)
-    node.metadata["dali_tutorials"] = {"scales": {"ci": {"answr": 7}}}
-    nbformat.write(node, notebook)
+    monkeypatch.setattr(suite, "ROOT", tmp_path)
+    _notebook(tmp_path / "notebooks" / "12-scale.ipynb", "open('ran', 'w').write('yes')",
+              entry={**ENTRY, "scales": {"ci": {"answr": 7}, "bench": {}}})
     with pytest.raises(SystemExit, match="12-scale.ipynb: unknown parameter answr; did you mean answer"):
         suite.run_suite("auto", "ci", tmp_path / "out")
     assert not (tmp_path / "out").exists() and not (tmp_path / "ran").exists()
@@ -234,8 +238,12 @@ def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
         suite.parameters_for(suite.notebooks()[0], "huge", "auto")
     with pytest.raises(SystemExit, match="no notebook matches"):
         suite.notebooks(["99"])
-    with pytest.raises(SystemExit, match=r"has no parameters for scale 'ci'.*dali_tutorials"):
-        suite.parameters_for(_notebook(tmp_path / "11-bare.ipynb"), "ci", "auto")
+    with pytest.raises(SystemExit, match=r"11-bare.ipynb: metadata\['dali_tutorials'\] lacks title, learn, "
+                                         r"needs_gpu, scales; .*tools/registry.py"):
+        suite.parameters_for(_notebook(tmp_path / "11-bare.ipynb", entry=None), "ci", "auto")
+    _notebook(tmp_path / "notebooks" / "13-untitled.ipynb", entry={**ENTRY, "title": ""})
+    with pytest.raises(SystemExit, match=r"13-untitled.ipynb: metadata\['dali_tutorials'\] lacks title;"):
+        suite.notebooks(root=tmp_path)  # a run stops before any kernel
 
 
 def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> None:
@@ -262,7 +270,7 @@ def test_nbval_copies_at_ci_scale_carry_its_parameters_after_the_parameters_cell
         tags = [c.metadata.get("tags", []) for c in cells]
         at = next(i for i, t in enumerate(tags) if "parameters" in t)
         assert "injected-parameters" in tags[at + 1], copy.name
-        wanted = suite.parameters_for(suite.NOTEBOOK_DIR / copy.name, "ci", "auto")
+        wanted = suite.parameters_for(suite.ROOT / "notebooks" / copy.name, "ci", "auto")
         assert wanted and all(f"{k} = {v!r}" in cells[at + 1].source for k, v in wanted.items())
         assert sum("injected-parameters" in t for t in tags) == 1
     plain = suite.copy_notebooks(tmp_path / "plain", checked_only=True)

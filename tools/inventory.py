@@ -3,8 +3,8 @@
     python -m tools.inventory          # rewrite the inventory block of README.md
     python -m tools.inventory --check  # exit 1 if README.md's table is out of date
 
-Each notebook carries ``metadata["dali_tutorials"] = {"title", "learn", "needs_gpu", "scales"}``
-(``scales``: the runner's per-scale parameters; ``headline``: see ``tools.results_table``).
+One row per notebook of the registry (``tools.registry``: each notebook's own
+``metadata["dali_tutorials"]``, of which the table shows ``title``, ``learn`` and ``needs_gpu``).
 Runtimes are measured, never typed: ``notebooks.<notebook>.seconds`` of the newest record that
 holds the notebook, made at full scale (the notebooks' defaults) on a machine without a GPU, and
 of the newest such record of a machine with a GPU, as the records state them (``machine``,
@@ -14,57 +14,18 @@ The docs hook (docs/hooks.py) shows the same table on the site's landing page.
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from helpers.paths import REPO_ROOT
 from helpers.records import Record
 from tools import readme_blocks
+from tools import registry
 from tools.records import machine_heading
 from tools.records import newest_per_notebook
 from tools.records import records
 
 BLOCK = "inventory"
-KEY = "dali_tutorials"
-REQUIRED = ("title", "learn", "needs_gpu")
-
-
-@dataclass(frozen=True)
-class Entry:
-    path: Path
-    title: str
-    learn: str
-    needs_gpu: str
-
-    @property
-    def number(self) -> str:
-        return self.path.name[:2]
-
-
-def notebook_paths(root: Path = REPO_ROOT) -> list[Path]:
-    return sorted((root / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-
-
-def read_metadata(path: Path) -> dict[str, Any]:
-    """A notebook's ``metadata["dali_tutorials"]``; an error that says what to add if absent."""
-    try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path.name}: cannot read the notebook ({err})") from err
-    meta = notebook.get("metadata", {}).get(KEY)
-    missing = [k for k in REQUIRED if not (isinstance(meta, dict) and str(meta.get(k, "")).strip())]
-    if missing:
-        raise ValueError(f"{path.name}: metadata[{KEY!r}] lacks {', '.join(missing)}; the notebook "
-                         f"inventory is read from there (keys: {', '.join(REQUIRED)}, scales)")
-    return dict(meta)
-
-
-def read_entry(path: Path) -> Entry:
-    meta = read_metadata(path)
-    return Entry(path=path, title=meta["title"], learn=meta["learn"], needs_gpu=meta["needs_gpu"])
 
 
 def runtimes(root: Path = REPO_ROOT) -> dict[bool, dict[str, Record]]:
@@ -98,9 +59,9 @@ def render_inventory(root: Path = REPO_ROOT) -> str:
     heading = " / ".join(" or ".join(m) or "—" for m in machines)
     lines = [f"| # | Notebook | What you learn to do | Needs a GPU? | Runtime: {heading} |",
              "|---|---|---|---|---|"]
-    for entry in map(read_entry, notebook_paths(root)):
-        runtime = " / ".join(duration(seconds(column, entry.path.stem)) for column in columns)
-        lines.append(f"| {entry.number} | [{_cell(entry.title)}](notebooks/{entry.path.name}) | "
+    for entry in registry.notebooks(root):
+        runtime = " / ".join(duration(seconds(column, entry.slug)) for column in columns)
+        lines.append(f"| {entry.number} | [{_cell(entry.title)}]({entry.site_path}) | "
                      f"{_cell(entry.learn)} | {_cell(entry.needs_gpu)} | {runtime} |")
     sources = " and ".join(f"[{name}](results/{name})" for u in used for name in u) or "— (none yet)"
     lines += ["", (f"Runtimes at each notebook's defaults, without a GPU / with one, from the newest "

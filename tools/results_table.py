@@ -61,6 +61,7 @@ from helpers.records import NotebookEntry
 from helpers.records import Record
 from tools import findings
 from tools import readme_blocks
+from tools import registry
 from tools.records import RESULTS
 from tools.records import SEED
 from tools.records import column_heading
@@ -102,9 +103,8 @@ def notebook_titles(notebooks_dir: Path) -> dict[str, str]:
 
 def _metadata(notebooks_dir: Path) -> dict[str, dict[str, Any]]:
     found = {}
-    for path in sorted(notebooks_dir.glob("[0-9][0-9]-*.ipynb")):
-        found[path.stem] = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get(
-            "dali_tutorials", {})
+    for path in registry.notebook_paths(notebooks_dir.parent):  # the registry's notebooks
+        found[path.stem] = registry.read_metadata(path)
     return found
 
 

@@ -7,12 +7,13 @@
 
 Each run gets its own output folder (executed notebooks, results JSON, and ``run.json``: how
 the run was made and each notebook's wall time), so two runs never clobber each other, and the
-committed notebooks and data are only read. The parameters of each scale come from the
-notebook's own metadata, ``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the
-notebook's own defaults. Papermill is handed only the parameters that change something: none
-that equals the notebook's default, and no ``device`` that its default ``"auto"`` resolves to
-on this machine, so `make test-gpu` on a GPU machine injects nothing (papermill then adds no
-injected cell) and the executed notebooks run exactly as a reader's copy does.
+committed notebooks and data are only read. The notebooks are the registry's (``tools.registry``:
+every ``notebooks/NN-*.ipynb``), and the parameters of each scale come from the notebook's own
+metadata, ``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the notebook's own
+defaults. Papermill is handed only the parameters that change something: none that equals the
+notebook's default, and no ``device`` that its default ``"auto"`` resolves to on this machine,
+so `make test-gpu` on a GPU machine injects nothing (papermill then adds no injected cell) and the
+executed notebooks run exactly as a reader's copy does.
 
 A record (``results/*.json``, written by :func:`write_record`: `make bench`, or
 ``record --run DIR`` for any run folder) gathers what the notebooks saved and ``run.json`` into
@@ -59,8 +60,12 @@ from helpers.records import NotebookResults
 from helpers.records import Record
 from helpers.records import RecordError
 from helpers.records import RunLog
+from tools import registry
+from tools.registry import RegistryError
 
-NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+# the checkout whose notebooks run; which they are, and the parameters of each scale, come from
+# the registry (tools.registry: each notebook's own metadata)
+ROOT = REPO_ROOT
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
 # two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = records_format.SCALES
@@ -81,8 +86,13 @@ class NotebookRun:
         return self.error is None
 
 
-def notebooks(only: list[str] | None = None) -> list[Path]:
-    found = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
+def notebooks(only: list[str] | None = None, root: Path | None = None) -> list[Path]:
+    """The registry's notebooks (of ``root``, by default the checkout), or those whose names start
+    with one of ``only``; a notebook whose metadata lacks its entry stops the run before any kernel."""
+    try:
+        found = [entry.path for entry in registry.notebooks(root or ROOT)]
+    except RegistryError as error:
+        raise SystemExit(f"error: {error}") from None
     if only:
         chosen = [p for p in found if any(p.stem.startswith(o) for o in only)]
         if not chosen:
@@ -91,9 +101,12 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
     return found
 
 
-def suite_metadata(notebook: Path) -> dict[str, Any]:
-    """The notebook's ``metadata["dali_tutorials"]``: title, what you learn, GPU, scales."""
-    return nbformat.read(notebook, as_version=4).metadata.get("dali_tutorials", {})
+def scales_of(notebook: Path) -> dict[str, dict[str, Any]]:
+    """The runner's parameters of each scale, from the notebook's registry entry (its metadata)."""
+    try:
+        return registry.read(notebook).scales
+    except RegistryError as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
@@ -104,7 +117,7 @@ def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
         raise SystemExit(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
     parameters: dict[str, Any] = {}
     if scale != "full":
-        scales = suite_metadata(notebook).get("scales", {})
+        scales = scales_of(notebook)
         if scale not in scales:
             raise SystemExit(
                 f"{notebook.name} has no parameters for scale {scale!r}: add them to its metadata "
