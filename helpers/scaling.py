@@ -5,6 +5,7 @@ run's ratios, never typed)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
@@ -47,3 +48,25 @@ def verdict(weak: Ratio, strong: Ratio, goal: float, *, gpus: bool, processes: i
                      "each GPU gets a smaller batch, so what every step pays whatever its size "
                      "weighs more; these launches do not measure which cost that is.")
     return sentence
+
+
+def read_results(out: Path) -> dict:
+    """What rank 0 of a launch wrote (``--out``), without its arguments (paths of this machine)."""
+    import json
+
+    result = json.loads(Path(out).read_text())
+    result.pop("arguments", None)
+    return result
+
+
+def coverage_table(run: dict) -> Any:
+    """Per epoch of a ``--check-coverage`` launch: the samples the ranks read, the distinct records,
+    the data set's size, the repeats (padding), the records two ranks read, whether the union is
+    the data set, the samples per rank and the shard each rank read (a pandas DataFrame)."""
+    import pandas as pd
+
+    keys = ("samples", "distinct", "data_set", "duplicates", "shared_between_ranks", "complete")
+    return pd.DataFrame([{"epoch": e["epoch"], **{k: e["coverage"][k] for k in keys},
+                          "per rank": e["coverage"]["per_rank"],
+                          "shard of each rank": e["coverage"]["shard_of_rank"]}
+                         for e in run["epochs"]]).set_index("epoch")

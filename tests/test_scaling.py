@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
+from helpers.scaling import coverage_table
 from helpers.scaling import excerpt
+from helpers.scaling import read_results
 from helpers.scaling import verdict
 
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
@@ -18,7 +22,8 @@ def test_the_excerpt_holds_the_sharded_reader_dedented() -> None:
     assert lines[0].startswith("reader = ndd.readers.Caffe2(") and lines[-1].strip().endswith(")")
     assert "shard_id=rank, num_shards=world" in text and "pad_last_batch=True" in text
     loop = excerpt(SCRIPT, "for step, (jpegs, labels) in enumerate(", "optimizer.step()")
-    assert loop.startswith("for step") and "capture=True" in loop and loop.splitlines()[-1] == "    optimizer.step()"
+    assert loop.startswith("for step") and "capture=True" in loop
+    assert loop.splitlines()[-1] == "    optimizer.step()"
 
 
 def test_an_excerpt_whose_markers_are_gone_says_to_update_them(tmp_path) -> None:
@@ -51,3 +56,15 @@ def test_strong_scaling_is_said_to_gain_less_only_when_the_intervals_are_apart()
     overlapping = verdict(Ratio(1.9, 1.5, 1.95, 3, True), Ratio(1.6, 1.2, 1.7, 3, True), 1.9, gpus=True,
                           processes=2, global_batch=128, cores=16)
     assert "gained less" in apart and "gained less" not in overlapping
+
+
+def test_a_launch_result_is_read_without_its_arguments_and_its_coverage_tabled(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    coverage = {"samples": 10, "distinct": 9, "data_set": 9, "duplicates": 1, "shared_between_ranks": 0,
+                "complete": True, "per_rank": [5, 5], "shard_of_rank": [1, 0]}
+    out.write_text(json.dumps({"arguments": {"data": "/somewhere"},
+                               "epochs": [{"epoch": 1, "coverage": coverage}]}))
+    run = read_results(out)
+    assert "arguments" not in run
+    table = coverage_table(run)
+    assert table.loc[1, "duplicates"] == 1 and table.loc[1, "shard of each rank"] == [1, 0]
