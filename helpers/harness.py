@@ -15,12 +15,13 @@ The method is explained once, on the docs page "How the suite measures"
   ``epoch()`` (an iterable of ``(inputs, labels)`` on the model's device) and ``close()``.
 - **The same state for every way**: a way's loader is made and run for one whole epoch (the
   warm-up: threads, workers, capture, cuDNN's choices) before its first timed trial, never inside
-  one. The device is synchronized before the timer starts and before it stops. A loader that
-  runs ahead across the end of an epoch (pipeline mode: its prefetch queue, ``ahead`` batches)
-  starts a trial with up to that much work done before the timer: a trial records it as its
-  ``head_start`` (a share of the trial's samples), and every ratio's interval is widened by it,
-  so that no verdict rests on it. Dynamic mode's capture loop, a DataLoader and ``InBackground``
-  start every epoch cold.
+  one. The device is synchronized before the timer starts and before it stops. A DALI loader
+  runs ahead across the end of an epoch (DALI 2.4: pipeline mode two batches, its prefetch
+  queue; a capture loop over a reader one), so it starts a trial with that work scheduled
+  before the timer: a trial records it, read off the loader (``ahead``) before the timer starts,
+  as its ``head_start`` (a share of the trial's samples), and every ratio's interval is widened
+  by both sides' head starts, so that no verdict rests on them. Eager mode and a DataLoader start
+  every epoch cold.
 - **A trial** times ``epochs`` whole epochs of one way: samples over seconds. Its CPU time is
   this process and every process it started (DataLoader workers), over the trial only.
 - **Rounds** run every way once, in an order rotated by the round (``interleaved_order``).
@@ -262,6 +263,7 @@ class Harness:
         self.synchronize()
         if self.peak_memory is not None:
             self.peak_memory[0]()
+        ahead = ahead_samples(loader)  # work its loader did for this trial before the timer
         before = process_tree_cpu()
         with self._sampling() as busy:
             samples, waited = 0, 0.0
@@ -286,7 +288,7 @@ class Harness:
                                "data folder and the loader's batch size")
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
         return Trial(samples, seconds, waited, cpu, busy.as_dict() if busy is not None else {}, peak,
-                     min(1.0, ahead_samples(loader) / samples))
+                     min(1.0, ahead / samples))
 
     def _sampling(self) -> Any:
         from contextlib import nullcontext
@@ -336,9 +338,9 @@ class Harness:
 
 
 def ahead_samples(loader: Any) -> int:
-    """The samples a loader may have prepared for its next epoch when one ends: a pipeline-mode
-    feed's ``ahead`` batches of ``batch_size``; the sum over the feeds of a ``RoundRobin``; the
-    loader that an ``InBackground`` runs; 0 for any other."""
+    """The samples a loader has scheduled and not yet handed over: its ``ahead`` batches of
+    ``batch_size`` (``helpers.loaders``' DALI feeds); the sum over the feeds of a ``ShardedFeed``
+    or a ``RoundRobin``; the loader that an ``InBackground`` runs; 0 for any other."""
     if hasattr(loader, "ahead") and hasattr(loader, "batch_size"):
         return int(loader.ahead) * int(loader.batch_size)
     if isinstance(getattr(loader, "feeds", None), (list, tuple)):

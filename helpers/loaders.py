@@ -58,6 +58,15 @@ class DynamicFeed:
             finally:  # an epoch left early ends here, on this thread, inside its context
                 batches.close()
 
+    @property
+    def ahead(self) -> int:
+        """Batches of the next epoch that DALI has already scheduled: a capture loop over a reader
+        runs on inside its pipeline when an epoch ends (DALI 2.4: one batch); eager mode, none.
+        Read from the captured pipeline (private state, pinned by a test)."""
+        iterator = getattr(self.reader, "_captured_iter", None) if self.capture else None
+        pipeline = getattr(getattr(iterator, "_capture_ctx", None), "pipeline", None)
+        return int(getattr(pipeline, "_batches_to_consume", 0)) if pipeline is not None else 0
+
     def close(self) -> None:
         pass
 
@@ -118,8 +127,8 @@ class PipelineFeed:
 
     The pipeline runs ahead of the batch being read by its prefetch queue's depth, across the
     end of an epoch too: when an epoch ends, the first ``ahead`` batches of the next one are
-    prepared or in work (a dynamic-mode capture loop stops at the end of its epoch and starts the
-    next cold). ``helpers.harness`` counts that head start into its ratios."""
+    prepared or in work (DALI 2.4: two; a dynamic-mode capture loop over a reader carries one,
+    :attr:`DynamicFeed.ahead`). ``helpers.harness`` counts that head start into its ratios."""
 
     def __init__(self, pipe: Any, outputs: Sequence[str],
                  prepare: Callable[[Mapping[str, Any]], Batch]) -> None:
@@ -127,8 +136,7 @@ class PipelineFeed:
         from nvidia.dali.plugin.pytorch import LastBatchPolicy
 
         self.prepare = prepare
-        depth = pipe.prefetch_queue_depth  # an int, or {"cpu_size", "gpu_size"} (separated queues)
-        self.ahead = int(max(depth.values()) if isinstance(depth, dict) else depth)
+        self.pipe = pipe
         self.batch_size = int(pipe.max_batch_size)
         self.iterator: Any = DALIGenericIterator(pipe, list(outputs), reader_name="Reader",
                                                  last_batch_policy=LastBatchPolicy.PARTIAL,
@@ -137,6 +145,12 @@ class PipelineFeed:
     def epoch(self) -> Iterator[Batch]:
         for (outputs,) in self.iterator:  # one dict per GPU; we use one
             yield self.prepare(outputs)
+
+    @property
+    def ahead(self) -> int:
+        """Batches the pipeline has scheduled and not yet handed over (after an epoch: the next
+        epoch's first ones). Read from the pipeline (private state, pinned by a test)."""
+        return int(getattr(self.pipe, "_batches_to_consume", 0))
 
     def close(self) -> None:
         self.iterator = None

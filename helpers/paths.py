@@ -31,11 +31,14 @@ def relative(path: str | Path) -> str:
         bases.append((Path(os.environ["DALI_EXTRA_PATH"].strip()).expanduser(), "$DALI_EXTRA_PATH/"))
     bases.append((Path.home(), "~/"))
     for base, prefix in bases:
-        try:
-            inside = path.resolve().relative_to(base.resolve())
-        except ValueError:
-            continue
-        return f"{prefix}{inside.as_posix()}" if prefix or str(inside) != "." else "."
+        # as given first (a checkout's data/ may be a link to a folder elsewhere), then resolved
+        for mine, theirs in ((Path(os.path.normpath(path)), Path(os.path.normpath(base))),
+                             (path.resolve(), base.resolve())):
+            try:
+                inside = mine.relative_to(theirs)
+            except ValueError:
+                continue
+            return f"{prefix}{inside.as_posix()}" if prefix or str(inside) != "." else "."
     return path.as_posix()
 
 

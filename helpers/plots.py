@@ -1,18 +1,84 @@
-"""Charts for results that people compare."""
+"""Charts for results that people compare, legible where they are read: at their own size in
+JupyterLab and on the docs' pages, and on a phone, where the page lets them scroll sideways
+rather than shrink.
+
+Every chart is drawn at ``CSS_DPI`` (its size on a page: 100 CSS px an inch) with no text
+smaller than ``SMALLEST_FONT_PT`` (``SMALLEST_TEXT_PX`` at that size), its legend outside the
+plotted area (below the axes) and its value labels clear of the data and of the goal ticks. In a
+notebook (IPython) a chart is shown as a PNG of twice its pixels with its CSS size in the
+output's metadata (``png_at_twice_the_pixels``): sharp on high-density screens, the same size on
+the page. nbconvert, and so the docs' pages, writes that size as the ``<img>``'s ``width``.
+"""
 
 from __future__ import annotations
 
+import base64
+import io
+import struct
+import textwrap
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import summarize
 
 VERDICT_COLORS = {"met": "tab:green", "not met": "tab:red", "inconclusive": "tab:gray"}
+CSS_DPI = 100  # a chart's pixels an inch at its size on the page (its PNG holds twice as many)
+SMALLEST_FONT_PT = 8.0  # legends, value labels, dense tick labels
+SMALLEST_TEXT_PX = SMALLEST_FONT_PT * CSS_DPI / 72  # 11.1 CSS px: at least 9 px on any page
+TICK_FONT_PT = 9.0
+LABEL_CHARACTERS = 36  # a longer goal name is wrapped, so that the axes keep most of the width
+TITLE_CHARACTERS = 90
+
+
+class Chart(Figure):
+    """A figure of these helpers: IPython shows it at twice its pixels (``png_at_twice_the_pixels``)."""
+
+
+def png_at_twice_the_pixels(figure: Figure) -> tuple[str, dict[str, int]]:
+    """The figure as a PNG of twice its pixels (base64) and the metadata that shows it at its
+    own size: ``{"width": w, "height": h}`` in CSS px, half the PNG's. What IPython's "retina"
+    format does for every figure, here for the charts only (photo grids stay small on disk)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=2 * figure.dpi, bbox_inches="tight",
+                   facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
+    data = buffer.getvalue()
+    width, height = struct.unpack(">II", data[16:24])  # the PNG's IHDR chunk
+    return base64.b64encode(data).decode("ascii"), {"width": width // 2, "height": height // 2}
+
+
+def _show_charts_at_twice_the_pixels() -> None:
+    """In IPython, register ``png_at_twice_the_pixels`` as the PNG of a ``Chart`` (a figure of
+    another kind keeps the inline backend's format)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Chart, png_at_twice_the_pixels)
+
+
+_show_charts_at_twice_the_pixels()
+
+
+def new_chart(width: float, height: float) -> tuple[Chart, Axes]:
+    """A ``Chart`` of ``width`` x ``height`` inches at ``CSS_DPI``, its layout constrained (the
+    legends and labels outside the axes get room of their own)."""
+    fig, ax = plt.subplots(figsize=(width, height), dpi=CSS_DPI, FigureClass=Chart, layout="constrained")
+    return fig, ax
+
+
+def legend_below(fig: Figure, handles: Sequence[Any], labels: Sequence[str], columns: int = 3) -> None:
+    """The chart's legend under the axes, in a margin of its own: never over the data."""
+    fig.legend(handles, labels, loc="outside lower center", ncols=max(1, min(columns, len(labels))),
+               fontsize=SMALLEST_FONT_PT, frameon=False)
 
 
 def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: str,
@@ -23,7 +89,7 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
     drawn as a dashed line; ``log`` uses a log axis (when one bar dwarfs the rest)."""
     names = sorted(rates, key=lambda n: rate_interval(rates[n])[0], reverse=True)
     estimates = np.array([rate_interval(rates[n]) for n in names])
-    fig, ax = plt.subplots(figsize=(8.0, 0.34 * len(names) + 1.4))
+    fig, ax = new_chart(8.0, 0.34 * len(names) + 1.8)
     y = np.arange(len(names))
     ax.barh(y, estimates[:, 0], color="tab:green", alpha=0.75,
             xerr=[estimates[:, 0] - estimates[:, 1], estimates[:, 2] - estimates[:, 0]],
@@ -32,7 +98,7 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
         ax.plot(rates[name], [i] * len(rates[name]), "k.", markersize=4,
                 label="one trial" if i == 0 else None)
     labels = [f"{n} (noisy)" if summarize(rates[n])["noisy"] else n for n in names]
-    ax.set_yticks(y, labels, fontsize=9)
+    ax.set_yticks(y, labels, fontsize=TICK_FONT_PT)
     ax.invert_yaxis()
     if reference is not None:
         ax.axvline(rate_interval(rates[reference])[0], color="black", linestyle="--",
@@ -41,16 +107,16 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    legend_below(fig, *ax.get_legend_handles_labels())
     return fig
 
 
 def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figure:
     """Each goal's ratio with its 95% interval, the goal as a vertical tick, coloured by the
-    verdict (met: the whole interval clears the goal)."""
+    verdict (met: the whole interval clears the goal). The ratio and the verdict are written in
+    a column right of the axes, clear of the intervals and the goal ticks."""
     names = list(goals)
-    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(names) + 1.4))
+    fig, ax = new_chart(8.0, 0.6 * len(names) + 1.4)
     for i, name in enumerate(names):
         g = goals[name]
         low, high = g["ci95"]  # type: ignore[misc]
@@ -59,14 +125,15 @@ def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figu
         ax.errorbar(value, i, xerr=[[value - low], [high - value]], fmt="o", color=color,
                     capsize=4)
         ax.plot([g["goal"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=2)
-        ax.annotate(f"{value:.2f}x ({g['verdict']})", (high, i), xytext=(6, 0),
-                    textcoords="offset points", va="center", fontsize=9)
-    ax.set_yticks(np.arange(len(names)), names, fontsize=9)
-    ax.invert_yaxis()
+        ax.annotate(f"{value:.2f}x ({g['verdict']})", (1, i), xycoords=ax.get_yaxis_transform(),
+                    xytext=(8, 0), textcoords="offset points", va="center", ha="left",
+                    fontsize=TICK_FONT_PT, color=color, annotation_clip=False)
+    ax.set_yticks(np.arange(len(names)), [textwrap.fill(n, LABEL_CHARACTERS) for n in names],
+                  fontsize=TICK_FONT_PT)
+    ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("ratio (dot: estimate, bar: 95% interval; black tick: the goal)")
-    ax.set_title(title)
-    ax.margins(x=0.25)
-    fig.tight_layout()
+    ax.set_title(textwrap.fill(title, TITLE_CHARACTERS))
+    ax.margins(x=0.08)
     return fig
 
 
@@ -74,10 +141,10 @@ def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float
                   xlabel: str, ylabel: str, busy_label: str, title: str) -> Figure:
     """A rate against a count (readers, workers): each trial a dot, the geometric mean with its
     95% interval as an error bar; beside it, on a second axis, how busy an engine was (its mean
-    over the trials, a square; None: not measured, not drawn)."""
+    over the trials, a square; None: not measured, not drawn). One legend, under the axes."""
     counts = sorted(rates)
     estimates = np.array([rate_interval(rates[n]) for n in counts])
-    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    fig, ax = new_chart(8.0, 4.6)
     ax.errorbar(counts, estimates[:, 0], yerr=[estimates[:, 0] - estimates[:, 1],
                                                estimates[:, 2] - estimates[:, 0]],
                 fmt="o-", color="tab:green", capsize=4, label="geometric mean, 95% interval")
@@ -87,14 +154,15 @@ def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
+    handles, labels = ax.get_legend_handles_labels()
     shown = [n for n in counts if busy.get(n) is not None]
     if shown:
         twin = ax.twinx()
         twin.plot(shown, [busy[n] for n in shown], "s--", color="tab:purple", label=busy_label)
         twin.set_ylim(0, 105)
         twin.set_ylabel(f"{busy_label} (%)")
-        twin.legend(fontsize=8, loc="lower right")
-    ax.legend(fontsize=8, loc="upper left")
+        more_handles, more_labels = twin.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
     ax.set_title(title)
-    fig.tight_layout()
+    legend_below(fig, handles, labels)
     return fig

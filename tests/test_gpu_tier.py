@@ -23,6 +23,8 @@ from test_nb05 import check_trials
 
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_count
+from helpers.getting_started import ALL_TO_HARDWARE
+from helpers.getting_started import DEFAULT
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
 from helpers.records import NotebookResults
@@ -54,22 +56,20 @@ def test_notebook_ran_on_the_gpu(gpu_results: Results, notebook: str) -> None:
 def test_getting_started_timed_every_decoder_and_hw_decoder_load(gpu_results: Results) -> None:
     document = gpu_results("01-getting-started")
     results, parameters, headline = document.results, document.parameters, document.headline
-    loads = parameters["hw_decoder_loads"]
-    assert {0.0, 1.0} <= set(loads)
-    decoders = {key.split("@")[0] for key in results["decode_rates"]}
-    assert decoders == {"cpu"} | {f"gpu-hw{load:g}" for load in loads}
+    ways = results["speed_test"]["ways"]
+    assert [(w["kind"], w["knob"]) for w in ways.values()] == [("cpu", ""), ("gpu", DEFAULT),
+                                                                ("gpu", ALL_TO_HARDWARE)]
     assert results["speed_distinct_images"] == parameters["speed_images"] >= 64
-    check_nb01_ratios(document)  # every ratio, headline figure and the goal, from the recorded trials
-    ratios = results["ratios"]
-    # the best load, re-measured in confirmation rounds, is not slower than the default load
-    assert ratios["best_gpu_over_cpu"]["ci95"][1] >= ratios["gpu_over_cpu"]["ci95"][0]
-    assert headline["best_hw_decoder_load"] in loads
-    (goal,) = results["goals"].values()
     assert parameters["trials"] >= 5
-    check_goal(goal, 8, parameters["trials"])
+    check_nb01_ratios(document)  # every ratio, headline figure and the goal, from the recorded trials
+    # the hardware decoders read beside the GPU rates (NVML), busy while hw_decoder_load=1 ran
+    assert headline["hw_gpu_nvjpg_pct"] > 0
+    # a trial lasts a second or more at the fastest way: NVML averages over a fraction of one
+    (hardware,) = [w for w in ways.values() if w["knob"] == ALL_TO_HARDWARE]
+    assert min(t["seconds"] for t in hardware["trials"]) >= 0.5
     # same photos, other chroma upsampling: a few levels at most
-    assert results["gpu_decode_mean_abs_difference_vs_cpu"] < 5
-    assert "gpu_fancy_upsampling_mean_abs_difference_vs_cpu" in results
+    assert results["gaps_vs_cpu"]["decode"]["mean"] < 5
+    assert "fancy_upsampling" in results["gaps_vs_cpu"]
 
 
 def test_capture_mode_matches_eager_on_the_gpu(gpu_results: Results) -> None:

@@ -207,8 +207,21 @@ def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() 
     feed = PipelineFeed(pipe, ["labels", "runs"], lambda out: (out["runs"], out["labels"]))
     batches = sum(1 for _ in feed.epoch())
     assert batches * 10 == pipe.epoch_size("Reader") and feed.ahead == 2 and feed.batch_size == 10
-    assert len(runs) == batches + feed.ahead
+    assert len(runs) == batches + 2
     time.sleep(0.3)
-    assert len(runs) == batches + feed.ahead, "the pipeline ran more iterations after its epoch ended"
+    assert len(runs) == batches + 2, "the pipeline ran more iterations after its epoch ended"
     assert sum(1 for _ in feed.epoch()) == batches
-    assert len(runs) == 2 * batches + feed.ahead
+    assert len(runs) == 2 * batches + 2 and feed.ahead == 2
+
+
+def test_a_capture_loop_over_a_reader_carries_one_batch_into_the_next_epoch_and_eager_none() -> None:
+    """The head start the harness reads off a dynamic-mode feed (``DynamicFeed.ahead``, from the
+    captured pipeline's private state): DALI 2.4's capture loop over a reader ends an epoch with
+    one batch of the next scheduled (it does not reset its pipeline, unlike a capture loop over
+    an external source); eager mode schedules nothing. If DALI changes either, this fails."""
+    capture = Digits.feed(literal_step, capture=True)
+    eager = Digits.feed(literal_step, capture=False)
+    assert capture.ahead == 0 and eager.ahead == 0  # nothing scheduled before the first epoch
+    for _ in range(2):
+        assert sum(1 for _ in capture.epoch()) == 10 and capture.ahead == 1
+        assert sum(1 for _ in eager.epoch()) == 10 and eager.ahead == 0

@@ -92,16 +92,16 @@ def test_good_parameters_pass_the_set_up_and_it_ends_before_the_first_lesson(not
     assert namespace["device"] == "cpu", notebook.name
 
 
-def test_the_set_up_skips_an_opening_lesson_and_stops_at_the_first_lesson_after_the_parameters(
+def test_the_set_up_runs_an_opening_lesson_and_stops_at_the_first_lesson_after_the_parameters(
         tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("guard = 1", metadata={"tags": ["hide-input"]}),
-        nbformat.v4.new_code_cell("opening = lesson_needs_no_parameter"),
+        nbformat.v4.new_code_cell("opening = 1"),
         nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("y = x + 1", metadata={"tags": ["hide-input"]}),
         nbformat.v4.new_code_cell("raise AssertionError('a lesson, not the set-up')"),
         nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-input"]})])
     path = tmp_path / "98-x.ipynb"
     nbformat.write(notebook, path)
-    assert [c.source for c in setup_cells(path)] == ["guard = 1", "x = 1", "y = x + 1"]
+    assert [c.source for c in setup_cells(path)] == ["guard = 1", "opening = 1", "x = 1", "y = x + 1"]
     assert run_setup(path, {"x": 5})["y"] == 6

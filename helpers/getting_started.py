@@ -1,0 +1,234 @@
+"""Notebook 01 (getting started): what a reader's epochs hold, the speed test's JPEG views (a
+stand-in for a reader, so that a trial times the decoder alone), the sentences the notebook prints
+from its measurements (generated here and tested, never typed in a cell), and its results record,
+built in one call from the objects its lessons made.
+
+The speed test's ways are told apart by ``Way.kind`` (``"cpu"``, ``"gpu"``) and ``Way.knob``
+(``DEFAULT``: DALI's default ``hw_decoder_load``; ``ALL_TO_HARDWARE``: ``hw_decoder_load=1``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from helpers.batches import as_arrays
+from helpers.batches import as_labels
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import versus
+from helpers.errors import ParameterError
+from helpers.parameters import at_least
+from helpers.parameters import positive_int
+
+DEFAULT, ALL_TO_HARDWARE = "default hw_decoder_load", "hw_decoder_load=1"
+GOAL = 8.0  # the suite's goal on an H200: hardware decoding / CPU decoding at DALI's 4 threads
+GOAL_MACHINE = "H200"
+SPEED_BATCHES = {"gpu": 200, "cpu": 10}  # a trial's batches when not given: a second or more of
+# hardware decoding on a GPU (NVML averages over a fraction of a second), seconds on 2 CPU cores
+
+
+def epoch_counts(reader: Any, batch_size: int, epochs: int = 3) -> list[dict[str, int]]:
+    """Per epoch of ``reader``: the samples read, the distinct photos among them (told apart by a
+    hash of their JPEG bytes) and the photos read twice or more."""
+    rows = []
+    for _ in range(epochs):
+        seen: Counter[str] = Counter()
+        for jpegs, _labels in reader.next_epoch(batch_size=batch_size):
+            seen.update(hashlib.sha1(np.asarray(jpeg).tobytes()).hexdigest() for jpeg in jpegs)
+        rows.append({"samples": sum(seen.values()), "distinct photos": len(seen),
+                     "photos read twice or more": sum(1 for n in seen.values() if n > 1)})
+    return rows
+
+
+def epoch_table(counts: Mapping[str, list[dict[str, int]]]) -> Any:
+    """A row per reader setting, a column per epoch and count (a pandas DataFrame)."""
+    import pandas as pd
+
+    return pd.DataFrame({name: {(f"epoch {e + 1}", column): value for e, row in enumerate(rows)
+                                for column, value in row.items() if column != "samples"}
+                         for name, rows in counts.items()}).T
+
+
+def what_epochs_hold(counts: Mapping[str, list[dict[str, int]]], photos: int) -> str:
+    """A Markdown line per reader setting that says what its epochs held, from the counts."""
+    lines = []
+    for name, rows in counts.items():
+        samples = sorted({row["samples"] for row in rows})
+        missing = [e + 1 for e, row in enumerate(rows) if row["distinct photos"] < photos]
+        twice = sorted({row["photos read twice or more"] for row in rows})
+        said = f"`{name}`: epochs of {' or '.join(map(str, samples))} samples; "
+        if not missing:
+            said += f"every epoch held all {photos} photos"
+            said += f", {' or '.join(map(str, twice))} of them twice or more." if twice != [0] else "."
+        else:
+            which = ", ".join(map(str, missing))
+            said += (f"epoch{'s' if len(missing) > 1 else ''} {which} of {len(rows)} missed some photos "
+                     "and read others twice or more.")
+        lines.append(f"- {said}")
+    return "\n".join(lines)
+
+
+class JpegViews:
+    """The speed test's stand-in for a reader: ``count`` batches an epoch, taken in turn from the
+    batches that ``jpegs`` (distinct encoded JPEGs, in memory) make at ``batch_size``, as a
+    reader's ``next_epoch`` yields them: ``(jpegs, labels)``, a label being the sample's index in
+    its batch. No file is read: a trial times what is done to the batches, nothing else."""
+
+    def __init__(self, jpegs: list[bytes], batch_size: int, count: int) -> None:
+        import nvidia.dali.experimental.dynamic as ndd
+
+        pool = itertools.cycle(jpegs)
+        self.batches = [ndd.as_batch([np.frombuffer(next(pool), dtype=np.uint8) for _ in range(batch_size)])
+                        for _ in range(-(-len(jpegs) // batch_size))]
+        self.distinct = len({hashlib.sha1(j).hexdigest() for j in jpegs})
+        self.batch_size, self.count = batch_size, count
+
+    def next_epoch(self, batch_size: int | None = None,
+                   capture: bool = False) -> Iterator[tuple[Any, list[int]]]:
+        if capture or batch_size not in (None, self.batch_size):
+            raise ValueError(f"JpegViews yields eager batches of {self.batch_size}, not "
+                             f"batch_size={batch_size}, capture={capture}")
+        for batch in itertools.islice(itertools.cycle(self.batches), self.count):
+            yield batch, list(range(self.batch_size))
+
+
+def check_parameters(namespace: Mapping[str, Any], folder: Any, device: str) -> tuple[int, int]:
+    """The notebook's whole-number parameters checked (in its ``globals()``, each refused by name
+    with what to do), and the two it uses as checked: ``batch_size`` (no larger than the folder)
+    and ``speed_batches`` (``SPEED_BATCHES`` of the device when None)."""
+    at_least(namespace, {"batch_size": 1, "num_threads": 1, "speed_images": 1, "speed_batch_size": 1,
+                         "trials": (2, "a 95% interval needs two trials or more")})
+    size, images = namespace["speed_batch_size"], namespace["speed_images"]
+    if size > images:
+        raise ParameterError(f"speed_batch_size={size} is larger than speed_images={images}: every "
+                             "batch would repeat images. Raise speed_images.")
+    batches = namespace["speed_batches"]
+    batches = positive_int("speed_batches", SPEED_BATCHES[device] if batches is None else batches)
+    return folder.check_batch_size(namespace["batch_size"]), batches
+
+
+def gap(batch: Any, reference: Any) -> tuple[float, int]:
+    """The mean and the largest absolute difference between two batches of images of the same
+    shapes (on any device), in levels of 0-255."""
+    gaps = [np.abs(a.astype(int) - b.astype(int)) for a, b in zip(as_arrays(batch), as_arrays(reference),
+                                                                 strict=True)]
+    return float(np.mean([g.mean() for g in gaps])), int(max(g.max() for g in gaps))
+
+
+def decode_gap_sentence(plain: tuple[float, int], fancy: tuple[float, int]) -> str:
+    """What the GPU decoder's pixels were, against the CPU decoder's, with and without
+    ``jpeg_fancy_upsampling``, and what matching the chroma upsampling removed."""
+    said = (f"Decoded on the GPU, the photos differ from the CPU decoder's by {plain[0]:.3f} levels "
+            f"(of 255) on average, {plain[1]} at most in any pixel; with `jpeg_fancy_upsampling=True`, "
+            f"by {fancy[0]:.3f} on average, {fancy[1]} at most. ")
+    if plain[0] == 0:
+        return said + "The two decoders gave the same pixels."
+    if fancy[0] <= 0.05 * plain[0]:
+        return said + ("Matching the CPU's chroma upsampling removed almost all of the difference: chroma "
+                       "upsampling accounts for it.")
+    if fancy[0] < plain[0]:
+        return said + (f"Matching the CPU's chroma upsampling removed {1 - fancy[0] / plain[0]:.0%} of the "
+                       "mean difference: chroma upsampling is part of it, and these outputs do not show "
+                       "what the rest is.")
+    return said + "Matching the CPU's chroma upsampling did not make the difference smaller."
+
+
+def _way(results: Any, kind: str, knob: str = "") -> str | None:
+    for way in results.ways:
+        if way.kind == kind and (not knob or way.knob == knob):
+            return way.name
+    return None
+
+
+def comparisons(results: Any) -> dict[str, Ratio]:
+    """The speed test's ratios, paired by round: each GPU way over the CPU, and the hardware
+    decoder's way over DALI's default (none without GPU ways)."""
+    cpu, default, hardware = (_way(results, "cpu"), _way(results, "gpu", DEFAULT),
+                              _way(results, "gpu", ALL_TO_HARDWARE))
+    if default is None or hardware is None:
+        return {}
+    return {"gpu_over_cpu": results.ratio(default, cpu), "hw_gpu_over_cpu": results.ratio(hardware, cpu),
+            "hw_over_default": results.ratio(hardware, default)}
+
+
+def goals(results: Any, threads: int) -> dict[str, dict[str, Any]]:
+    """The suite's goal for this notebook, judged by its interval (none without a GPU)."""
+    ratios = comparisons(results)
+    if not ratios:
+        return {}
+    return {f"hardware-decoder GPU / CPU decode at {threads} threads": ratios["hw_gpu_over_cpu"].goal(GOAL)}
+
+
+def _busy(results: Any, name: str, key: str) -> float | None:
+    values = results.values(name, key)
+    return float(np.mean(values)) if values else None
+
+
+def speed_answer(results: Any, threads: int, batch_size: int, gpu_name: str | None) -> str:
+    """The speed test's answer in Markdown, every figure and word from ``results`` (a
+    ``helpers.harness.Results``): the CPU's rate, each GPU way against it with the NVJPG share,
+    the pick between the GPU ways, and the goal with what its interval says and does not."""
+    cpu = _way(results, "cpu")
+    rate, low, high = results.estimate(cpu)
+    lines = [f"- The CPU decoded **{rate:,.0f} photos/s** [{low:,.0f}-{high:,.0f}] with {threads} "
+             f"threads, in batches of {batch_size}."]
+    ratios = comparisons(results)
+    if not ratios:
+        lines.append("- No GPU in this run: the GPU ways were not timed, and the goal (a GPU against "
+                     "the CPU) is not judged.")
+        return "\n".join(lines)
+    default, hardware = _way(results, "gpu", DEFAULT), _way(results, "gpu", ALL_TO_HARDWARE)
+    for name, key in ((default, "gpu_over_cpu"), (hardware, "hw_gpu_over_cpu")):
+        nvjpg = _busy(results, name, "nvjpg_pct")
+        engines = f" (NVJPG {nvjpg:.0f}% busy)" if nvjpg is not None else " (NVJPG not read)"
+        lines.append(f"- The GPU with {results.way(name).knob}{engines} was "
+                     f"**{versus(ratios[key], 'the CPU')}**.")
+    lines.append(f"- `hw_decoder_load=1` was {versus(ratios['hw_over_default'], 'the default')}; the pick "
+                 f"of the two GPU ways: {results.pick([default, hardware])}.")
+    goal = ratios["hw_gpu_over_cpu"]
+    where = (f"this run is on an {GOAL_MACHINE}, the machine the goal is stated for"
+             if GOAL_MACHINE in (gpu_name or "") else
+             f"the goal is stated for an {GOAL_MACHINE}, and this run is on {gpu_name}")
+    lines.append(f"- The goal, hardware decoding at least {GOAL:g}x the CPU at {threads} threads: "
+                 f"{goal}, **{goal.verdict(GOAL)}** ({where}). The interval is this run's: it says how "
+                 "much its rounds varied, not what another run would measure; runs differ, and "
+                 "another run at the same parameters can give another verdict.")
+    return "\n".join(lines)
+
+
+def record(*, folder: Any, device: str, images: Any, corners: Any, selected: Mapping[str, Any],
+           epochs: Mapping[str, list[dict[str, int]]], labels: Any, shuffled_labels: Any, single: Any,
+           angles: Any, gaps: Mapping[str, tuple[float, int]], views: JpegViews, speed: Any,
+           threads: int) -> tuple[dict[str, Any], dict[str, float]]:
+    """The notebook's results and headline, in one call, from the objects its lessons made."""
+    ratios = comparisons(speed)
+    results = {
+        "device": device, "classes": folder.classes, "images": len(folder.files),
+        "first_image_shape": list(images.select(0).shape), "slice_shape": list(corners.select(0).shape),
+        "select_range_batch_sizes": {call: batch.batch_size for call, batch in selected.items()},
+        "shuffle_epochs": dict(epochs), "unshuffled_labels": as_labels(labels),
+        "shuffled_labels": as_labels(shuffled_labels), "random_without_batch_size": type(single).__name__,
+        "random_angles": [float(a) for a in as_arrays(angles)],
+        "gaps_vs_cpu": {name: {"mean": mean, "max": largest} for name, (mean, largest) in gaps.items()},
+        "speed_distinct_images": views.distinct, "reference_threads": threads,
+        "speed_test": speed.as_record(),
+        "ratios": {key: {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
+                   for key, r in ratios.items()},
+        "goals": goals(speed, threads),
+    }
+    headline = {"cpu_decode_img_s": speed.estimate(_way(speed, "cpu"))[0]}
+    if ratios:
+        hardware = _way(speed, "gpu", ALL_TO_HARDWARE)
+        headline.update(gpu_decode_img_s=speed.estimate(_way(speed, "gpu", DEFAULT))[0],
+                        gpu_over_cpu=ratios["gpu_over_cpu"].ratio,
+                        hw_gpu_decode_img_s=speed.estimate(hardware)[0],
+                        hw_gpu_over_cpu=ratios["hw_gpu_over_cpu"].ratio)
+        if (nvjpg := _busy(speed, hardware, "nvjpg_pct")) is not None:
+            headline["hw_gpu_nvjpg_pct"] = nvjpg
+    return results, headline
