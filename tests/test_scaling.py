@@ -1,0 +1,70 @@
+"""helpers.scaling: notebook 04's script excerpt and its scaling sentences."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.benchmarking import Ratio
+from helpers.paths import REPO_ROOT
+from helpers.scaling import coverage_table
+from helpers.scaling import excerpt
+from helpers.scaling import read_results
+from helpers.scaling import verdict
+
+SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
+
+
+def test_the_excerpt_holds_the_sharded_reader_dedented() -> None:
+    text = excerpt(SCRIPT, "reader = ndd.readers.Caffe2(path=args.data, shard_id", "max_batch_size=")
+    lines = text.splitlines()
+    assert lines[0].startswith("reader = ndd.readers.Caffe2(") and lines[-1].strip().endswith(")")
+    assert "shard_id=rank, num_shards=world" in text and "pad_last_batch=True" in text
+    loop = excerpt(SCRIPT, "for step, (jpegs, labels) in enumerate(", "optimizer.step()")
+    assert loop.startswith("for step") and "capture=True" in loop
+    assert loop.splitlines()[-1] == "    optimizer.step()"
+
+
+def test_an_excerpt_whose_markers_are_gone_says_to_update_them(tmp_path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("a = 1\nb = 2\n")
+    with pytest.raises(ValueError, match="s.py: no lines from 'a =' to 'zzz'.*update the excerpt"):
+        excerpt(script, "a =", "zzz")
+
+
+def test_on_cpu_processes_the_verdict_says_what_the_ratios_cannot_show() -> None:
+    text = verdict(Ratio(0.9, 0.85, 0.95, 3, True), Ratio(0.8, 0.7, 0.9, 3, True), 1.9, gpus=False,
+                   processes=2, global_batch=128, cores=2)
+    assert "shared 2 CPU cores" in text and "not how GPUs scale" in text and "0.90x [0.85-0.95]" in text
+
+
+@pytest.mark.parametrize(("weak", "verdict_words"), [
+    (Ratio(1.95, 1.92, 1.98, 3, True), "met: the whole interval clears it"),
+    (Ratio(1.5, 1.4, 1.6, 3, True), "not met: the whole interval is below it"),
+    (Ratio(1.9, 1.7, 2.1, 3, True), "inconclusive: the interval contains it"),
+])
+def test_on_gpus_the_goal_follows_the_interval(weak, verdict_words) -> None:
+    text = verdict(weak, Ratio(1.5, 1.45, 1.55, 3, True), 1.9, gpus=True, processes=2, global_batch=128,
+                   cores=16)
+    assert verdict_words in text and "faster than one GPU" in text
+
+
+def test_strong_scaling_is_said_to_gain_less_only_when_the_intervals_are_apart() -> None:
+    apart = verdict(Ratio(1.9, 1.85, 1.95, 3, True), Ratio(1.3, 1.2, 1.4, 3, True), 1.9, gpus=True,
+                    processes=2, global_batch=128, cores=16)
+    overlapping = verdict(Ratio(1.9, 1.5, 1.95, 3, True), Ratio(1.6, 1.2, 1.7, 3, True), 1.9, gpus=True,
+                          processes=2, global_batch=128, cores=16)
+    assert "gained less" in apart and "gained less" not in overlapping
+
+
+def test_a_launch_result_is_read_without_its_arguments_and_its_coverage_tabled(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    coverage = {"samples": 10, "distinct": 9, "data_set": 9, "duplicates": 1, "shared_between_ranks": 0,
+                "complete": True, "per_rank": [5, 5], "shard_of_rank": [1, 0]}
+    out.write_text(json.dumps({"arguments": {"data": "/somewhere"},
+                               "epochs": [{"epoch": 1, "coverage": coverage}]}))
+    run = read_results(out)
+    assert "arguments" not in run
+    table = coverage_table(run)
+    assert table.loc[1, "duplicates"] == 1 and table.loc[1, "shard of each rank"] == [1, 0]
