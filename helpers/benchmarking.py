@@ -189,15 +189,15 @@ def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
 
 
 def versus(r: Ratio, reference: str, *, faster: str = "faster than",
-           slower: str = "slower than") -> str:
+           slower: str = "slower than", same: str = "not distinguishable from") -> str:
     """The one wording of a comparison that follows its interval: ``faster`` when the whole
-    interval is above 1, ``slower`` when it is below, otherwise not distinguishable (the ratio
-    and its interval follow in each case)."""
+    interval is above 1, ``slower`` when it is below, otherwise ``same`` (not distinguishable;
+    the ratio and its interval follow in each case)."""
     if r.low > 1:
         return f"{faster} {reference} ({r})"
     if r.high < 1:
         return f"{slower} {reference} ({r})"
-    return f"not distinguishable from {reference} ({r})"
+    return f"{same} {reference} ({r})"
 
 
 def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:

@@ -17,11 +17,10 @@ The method is explained once, on the docs page "How the suite measures"
   warm-up: threads, workers, capture, cuDNN's choices) before its first timed trial, never inside
   one. The device is synchronized before the timer starts and before it stops. A DALI loader
   runs ahead across the end of an epoch (DALI 2.4: pipeline mode two batches, its prefetch
-  queue; a capture loop over a reader one), so it starts a trial with that work scheduled
-  before the timer: a trial records it, read off the loader (``ahead``) before the timer starts,
-  as its ``head_start`` (a share of the trial's samples), and every ratio's interval is widened
-  by both sides' head starts, so that no verdict rests on them. Eager mode and a DataLoader start
-  every epoch cold.
+  queue; a capture loop over a reader one), so it begins a trial with batches made before the
+  timer. A trial hands those over first, untimed, uncounted and untrained on (``skipped``, read
+  off the loader's ``ahead``), then starts the timer: every loader is then refilling from
+  nothing, as a DataLoader or eager mode does at the start of every epoch.
 - **A trial** times ``epochs`` whole epochs of one way: samples over seconds. Its CPU time is
   this process and every process it started (DataLoader workers), over the trial only.
 - **Rounds** run every way once, in an order rotated by the round (``interleaved_order``).
@@ -85,7 +84,7 @@ class Trial:
     cpu_s: float
     busy: dict[str, Any] = field(default_factory=dict)
     peak_gib: float | None = None
-    head_start: float = 0.0  # the share of the samples its loader may have prepared before the timer
+    skipped: int = 0  # batches its loader had ready before the timer: handed over untimed, not counted
 
     @property
     def rate(self) -> float:
@@ -99,7 +98,7 @@ class Trial:
     def as_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "seconds": self.seconds, "rate": self.rate,
                 "waited_s": self.waited_s, "cpu_s": self.cpu_s, "peak_gib": self.peak_gib,
-                "head_start": self.head_start, **self.busy}
+                "skipped": self.skipped, **self.busy}
 
 
 @dataclass(frozen=True)
@@ -154,20 +153,9 @@ class Results:
         """The way's rate: geometric mean over its trials, with its 95% interval."""
         return rate_interval(self.rates(name))
 
-    def head_start(self, name: str) -> float:
-        """The largest share of a trial's samples that the way's loader may have prepared before
-        its timer started (0 for a loader that starts every epoch cold)."""
-        self.way(name)
-        return max((t.head_start for t in self.trials[name]), default=0.0)
-
     def ratio(self, a: str, b: str) -> Ratio:
-        """Way ``a``'s rate over way ``b``'s, paired by round, with its 95% interval, widened by
-        each side's head start: ``a``'s true rate may be lower than measured by its share."""
-        r = ratio(self.rates(a), self.rates(b))
-        head_a, head_b = self.head_start(a), self.head_start(b)
-        if not head_a and not head_b:
-            return r
-        return Ratio(r.ratio, r.low * (1 - head_a), r.high / (1 - head_b), r.trials, r.paired)
+        """Way ``a``'s rate over way ``b``'s, paired by round, with its 95% interval."""
+        return ratio(self.rates(a), self.rates(b))
 
     def pick(self, names: Sequence[str] | None = None) -> Pick:
         """The best of ``names`` (every way when None), and those it cannot be told apart from."""
@@ -206,8 +194,8 @@ class Results:
                 row["CPU %"] = round(statistics.fmean(values))
             if values := self.values(way.name, "peak_gib"):
                 row["peak GiB"] = round(max(values), 2)
-            if any(self.head_start(w.name) for w in self.ways):
-                row["head start ≤ %"] = round(100 * self.head_start(way.name), 1)
+            if any(t.skipped for w in self.ways for t in self.trials[w.name]):
+                row["ready, untimed"] = max(t.skipped for t in self.trials[way.name])
             row["trials"] = len(rates)
             rows.append(row)
         return pd.DataFrame(rows).set_index("way")
@@ -258,18 +246,27 @@ class Harness:
 
     def trial(self, way: Way, *, step: Step | None = None, epochs: int = 1) -> Trial:
         """``epochs`` whole epochs of the way's loader, each batch given to ``step`` (when not
-        None), timed from a synchronized device to a synchronized device."""
+        None), timed from a synchronized device to a synchronized device. The batches its loader
+        had ready when the trial began (``ahead``: made before the timer) are handed over first,
+        untimed, not counted and not trained on."""
         loader = self.loader(way)
+        ready = ahead_batches(loader)
+        batches = iter(loader.epoch())
+        too_short = (f"{way.name}: an epoch is no longer than the {ready} batch(es) its loader had "
+                     "ready before the timer; give it more data or a smaller batch")
+        for _ in range(ready):
+            if next(batches, None) is None:
+                raise RuntimeError(too_short)
         self.synchronize()
         if self.peak_memory is not None:
             self.peak_memory[0]()
-        ahead = ahead_samples(loader)  # work its loader did for this trial before the timer
         before = process_tree_cpu()
         with self._sampling() as busy:
             samples, waited = 0, 0.0
             start = time.perf_counter()
-            for _ in range(epochs):
-                batches = iter(loader.epoch())
+            for epoch in range(epochs):
+                if epoch:
+                    batches = iter(loader.epoch())
                 while True:
                     asked = time.perf_counter()
                     try:
@@ -284,11 +281,10 @@ class Harness:
             seconds = time.perf_counter() - start
         cpu = cpu_seconds_since(before)
         if samples == 0:
-            raise RuntimeError(f"{way.name}: an epoch of its loader gave no batches; check the "
-                               "data folder and the loader's batch size")
+            raise RuntimeError(too_short if ready else f"{way.name}: an epoch of its loader gave no "
+                               "batches; check the data folder and the loader's batch size")
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
-        return Trial(samples, seconds, waited, cpu, busy.as_dict() if busy is not None else {}, peak,
-                     min(1.0, ahead / samples))
+        return Trial(samples, seconds, waited, cpu, busy.as_dict() if busy is not None else {}, peak, ready)
 
     def _sampling(self) -> Any:
         from contextlib import nullcontext
@@ -337,16 +333,16 @@ class Harness:
             self.loaders.pop(name).close()
 
 
-def ahead_samples(loader: Any) -> int:
-    """The samples a loader has scheduled and not yet handed over: its ``ahead`` batches of
-    ``batch_size`` (``helpers.loaders``' DALI feeds); the sum over the feeds of a ``ShardedFeed``
-    or a ``RoundRobin``; the loader that an ``InBackground`` runs; 0 for any other."""
-    if hasattr(loader, "ahead") and hasattr(loader, "batch_size"):
-        return int(loader.ahead) * int(loader.batch_size)
+def ahead_batches(loader: Any) -> int:
+    """The batches a loader has scheduled and not yet handed over (made, or in the making, before
+    a trial's timer): its ``ahead`` (``helpers.loaders``' DALI feeds); the sum over the feeds of a
+    ``ShardedFeed`` or a ``RoundRobin``; the loader that an ``InBackground`` runs; 0 for any other."""
+    if hasattr(loader, "ahead"):
+        return int(loader.ahead)
     if isinstance(getattr(loader, "feeds", None), (list, tuple)):
-        return sum(ahead_samples(feed) for feed in loader.feeds)
+        return sum(ahead_batches(feed) for feed in loader.feeds)
     inner = getattr(loader, "loader", None)
-    return ahead_samples(inner) if inner is not None and inner is not loader else 0
+    return ahead_batches(inner) if inner is not None and inner is not loader else 0
 
 
 def narrow(pairs: Sequence[tuple[str, str]], precision: float) -> Callable[[Results], bool]:

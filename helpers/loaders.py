@@ -128,7 +128,7 @@ class PipelineFeed:
     The pipeline runs ahead of the batch being read by its prefetch queue's depth, across the
     end of an epoch too: when an epoch ends, the first ``ahead`` batches of the next one are
     prepared or in work (DALI 2.4: two; a dynamic-mode capture loop over a reader carries one,
-    :attr:`DynamicFeed.ahead`). ``helpers.harness`` counts that head start into its ratios."""
+    :attr:`DynamicFeed.ahead`). ``helpers.harness`` hands those over before its timer starts."""
 
     def __init__(self, pipe: Any, outputs: Sequence[str],
                  prepare: Callable[[Mapping[str, Any]], Batch]) -> None:

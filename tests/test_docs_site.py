@@ -235,7 +235,7 @@ def test_site_has_a_page_for_every_nav_entry_and_every_notebook(site: Path) -> N
 
 def _measure_wide(page: Any) -> dict[str, Any]:
     """What the tests of a page at 1280 px read off it: how it reads (``READING_JS``), its height,
-    its h2 headings with their tops, and a notebook's download note."""
+    its h2 headings with their tops, a notebook's bottom line and its download note."""
     note = page.locator(".notebook-download")
     parameters = page.locator(".run-parameters")
     return {
@@ -243,6 +243,11 @@ def _measure_wide(page: Any) -> dict[str, Any]:
         "height": page.evaluate("document.documentElement.scrollHeight"),
         "headings": page.evaluate("""[...document.querySelectorAll('.md-content h2')].map(h => [
             h.textContent.replace('\u00b6', '').trim(), h.getBoundingClientRect().top + window.scrollY])"""),
+        # a notebook's bottom line (the cell tagged bottom-line): [its top, its height], or None
+        "bottom_line": page.evaluate("""(() => {
+            const line = document.querySelector('.md-content .jp-RenderedMarkdown.celltag_bottom-line');
+            const box = line && line.closest('.jp-Cell').getBoundingClientRect();
+            return box ? [box.top + window.scrollY, box.height] : null; })()"""),
         "downloads": {a.get_attribute("href"): a.get_attribute("download") is not None
                       for a in note.locator("a").all()},
         "note": note.inner_text() if note.count() else "",
@@ -887,14 +892,36 @@ def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole(hoo
 SCREEN = 900  # px: one screen at 1280x900
 MOST_SCREENS = 20
 FIRST_LESSON_BY = 2 * SCREEN  # px: the first lesson's heading within the first two screens
+# The bottom line under a notebook's title (tools.bottom_lines, issue 38) is what a reader wants
+# before any lesson: it has a budget of its own, five lines at 1280 px, and the budgets of the
+# page and of its first lesson are for the rest of it.
+BOTTOM_LINE_MOST = 130  # px
+
+
+def _bottom_line_height(view: dict[str, Any]) -> float:
+    return view["bottom_line"][1] if view["bottom_line"] else 0.0
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
+def test_notebook_page_opens_with_its_bottom_line(wide_view: Callable[[str], dict[str, Any]],
+                                                 page_path: str) -> None:
+    """The bottom line shows before the first section, at most five lines at 1280 px."""
+    view = wide_view(page_path)
+    assert view["bottom_line"], f"{page_path}: no bottom line (the cell tagged bottom-line)"
+    top, height = view["bottom_line"]
+    assert top < view["headings"][0][1], f"{page_path}: the bottom line comes after the first section"
+    assert height <= BOTTOM_LINE_MOST, f"{page_path}: the bottom line takes {height:.0f} px at 1280 px"
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
 def test_notebook_page_is_at_most_20_screens_at_1280_px(wide_view: Callable[[str], dict[str, Any]],
                                                        page_path: str) -> None:
-    height = wide_view(page_path)["height"]
-    assert height <= MOST_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
+    view = wide_view(page_path)
+    height = view["height"] - _bottom_line_height(view)
+    assert height <= MOST_SCREENS * SCREEN, \
+        f"{page_path}: {height / SCREEN:.1f} screens at 1280 px, its bottom line left out"
 
 
 @pytest.mark.browser
@@ -902,12 +929,15 @@ def test_notebook_page_is_at_most_20_screens_at_1280_px(wide_view: Callable[[str
 def test_notebook_page_starts_its_first_lesson_within_two_screens(wide_view: Callable[[str], dict[str, Any]],
                                                                   page_path: str) -> None:
     """The first section heading after the parameters (a lesson, not the set-up) starts within
-    1,800 px at 1280 px: the set-up cells are folded (hide-input) and the introduction is short."""
-    headings = wide_view(page_path)["headings"]
-    lessons = [(text, top) for text, top in headings if text != "Parameters"]
+    1,800 px at 1280 px, the bottom line left out: the set-up cells are folded (hide-input) and
+    the introduction is short."""
+    view = wide_view(page_path)
+    lessons = [(text, top) for text, top in view["headings"] if text != "Parameters"]
     assert lessons, f"{page_path}: no section heading after the parameters"
     text, top = lessons[0]
-    assert top <= FIRST_LESSON_BY, f"{page_path}: its first lesson, {text!r}, starts at {top:.0f} px"
+    top -= _bottom_line_height(view)
+    assert top <= FIRST_LESSON_BY, \
+        f"{page_path}: its first lesson, {text!r}, starts at {top:.0f} px, its bottom line left out"
 
 
 # The lessons-first targets of every notebook (issue 38): the first visible ``ndd.`` call within

@@ -1,6 +1,7 @@
 """The generated blocks: the README's notebook inventory (tools.inventory, from the notebooks'
-metadata and measured runtimes) and its findings (tools.findings, sentences from results/), and the
-results page's goals, per-notebook tables and published comparison (tools.results_table)."""
+metadata and measured runtimes) and its findings (tools.findings, sentences from results/), the
+results page's goals, per-notebook tables and published comparison (tools.results_table), and each
+notebook's bottom-line cell (tools.bottom_lines)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
 from helpers.records import RecordError
+from tools import bottom_lines
 from tools import findings
 from tools import inventory
 from tools import results_table
@@ -327,12 +329,23 @@ def test_check_fails_on_a_stale_block_and_the_rewrite_fixes_it(module: Any, tmp_
     for option, names in module_blocks(module).items():
         blocks = "".join(f"<!-- {name}:start -->\nstale\n<!-- {name}:end -->\n" for name in names)
         pages[option].write_text(f"# x\n\n{blocks}\ntail\n")
+    if module is results_table:  # and the notebooks' bottom lines: one stale, one missing
+        notebooks = tmp_path / "notebooks"
+        notebooks.mkdir()
+        for name in ("02-capture-mode", "04-scaling-out"):
+            shutil.copy(REPO_ROOT / "notebooks" / f"{name}.ipynb", notebooks)
+        _edit_bottom_line(notebooks / "02-capture-mode.ipynb", lambda cell: cell.update(source=["stale"]))
+        _edit_bottom_line(notebooks / "04-scaling-out.ipynb", None)
+        options += ["--notebooks", str(notebooks)]
     assert module.main(["--check", *options]) == 1
     assert all("stale" in page.read_text() for page in pages.values())  # --check writes nothing
     assert module.main(options) == 0
     assert module.main(["--check", *options]) == 0
     for page in pages.values():
         assert page.read_text().endswith("\n\ntail\n") and "stale" not in page.read_text()
+    if module is results_table:
+        for path in notebooks.iterdir():
+            assert path.read_bytes() == (REPO_ROOT / "notebooks" / path.name).read_bytes()
     for page in pages.values():  # a page without its blocks, the others fine
         kept = page.read_text()
         page.write_text("# no block\n")
@@ -459,19 +472,23 @@ def _ratios_of(value: Any) -> list[str]:
 
 def figures_not_in_their_records(block: str, results_dir: Path) -> list[str]:
     """The figures of each finding (a bullet of the block) that no ratio of the notebooks and
-    records it names holds: read from the JSON itself, not through tools.findings."""
+    records it names holds, and those of the other lines (the answer) that no ratio of the records
+    the block links holds: read from the JSON itself, not through tools.findings."""
     problems = []
-    bullets = [line for line in block.splitlines() if line.startswith("- ")]
-    for line in bullets:
+    every = {name for kind, name in LINK.findall(block) if kind == "results"}
+    for line in [line for line in block.splitlines() if FIGURE.search(line) or line.startswith("- ")]:
         links = LINK.findall(line)
         notebooks = [Path(name).stem for kind, name in links if kind == "notebooks"]
         files = [name for kind, name in links if kind == "results"]
-        if not notebooks or not files:
+        if not line.startswith("- "):  # the answer: any notebook of the records the block links
+            notebooks, files = [], sorted(every)
+        elif not notebooks or not files:
             problems.append(f"names no notebook or no record: {line[:80]}")
             continue
         held = {shown for name in files
                 for notebook, entry in json.loads((results_dir / name).read_text())["notebooks"].items()
-                if notebook in notebooks for shown in _ratios_of(entry.get("results", {}))}
+                if notebook in notebooks or not line.startswith("- ")
+                for shown in _ratios_of(entry.get("results", {}))}
         figures = [f"{r}x [{low}-{high}]" for r, low, high in FIGURE.findall(line)]
         if not figures:
             problems.append(f"shows no figure with its interval: {line[:80]}")
@@ -492,7 +509,7 @@ def test_every_figure_of_the_readme_findings_is_its_records(report_figure) -> No
     report_figure("README findings", len(found))
     assert found and len(bullets) == len(found)
     assert not figures_not_in_their_records(block, REPO_ROOT / "results")
-    for finding in found:  # and each figure is the one at the path the sentence reads
+    for finding in [*found, findings.answer()]:  # each figure is the one at the path it reads
         for figure in finding.figures:
             value: Any = json.loads((REPO_ROOT / "results" / figure.path.name).read_text())
             for key in ("notebooks", figure.notebook, "results", *figure.keys):
@@ -540,9 +557,9 @@ def test_findings_pick_records_by_what_they_hold_gpu_first(tmp_path: Path) -> No
     by_topic = {f.topic: f for f in findings.findings(results)}
     assert by_topic["ResNet-50 from JPEGs"].records == ("cpu-old.json",)
     assert by_topic["Several processes"].records[0].startswith("h200-new-")  # 04: only a CPU record holds it
-    assert "(no GPU run of 04 yet)" in by_topic["Several processes"].text
+    assert "on 2 CPU cores, not GPU scaling" in by_topic["Several processes"].text
     block = findings.render_findings(results)
-    assert "[cpu-old.json](results/cpu-old.json) (NVIDIA H200, " in block
+    assert "[cpu-old.json](results/cpu-old.json)" in block and "(NVIDIA H200)" in block
     assert not figures_not_in_their_records(block, results)
 
 
@@ -569,9 +586,14 @@ def test_the_words_of_a_finding_follow_its_interval(tmp_path: Path, interval: li
         "best dynamic / pipeline mode, same knobs"].update(ratio=1.0, ci95=[0.9, 1.1]))
     by_topic = {f.topic: f for f in findings.findings(results)}
     assert words in by_topic["Capture mode"].text
-    # dynamic mode not distinguishable from pipeline mode on MNIST: either mode, not pipeline mode
-    pick = by_topic["Which to pick"].text
-    assert pick.startswith("for a light model (03's MNIST classifier) either DALI mode")
+    # dynamic mode not distinguishable from pipeline mode on MNIST, slower on ResNet-50: the answer
+    # words each on its own
+    short = findings.answer(results).text
+    assert ("does not pay off in place of DALI's pipeline mode at the same knobs (0.98x [0.97-0.99]) on "
+            "ResNet-50 and is not distinguishable from DALI's pipeline mode at the same knobs "
+            "(1.00x [0.90-1.10]) on MNIST.") in short
+    assert by_topic["A light model"].sentences[1] == ("It was not distinguishable from pipeline mode at "
+                                                       "the same knobs (1.00x [0.90-1.10]).")
 
 
 def test_a_finding_whose_ratio_the_record_lacks_names_it(tmp_path: Path) -> None:
@@ -580,3 +602,270 @@ def test_a_finding_whose_ratio_the_record_lacks_names_it(tmp_path: Path) -> None
     with pytest.raises(ValueError, match=rf"{name}: 02-capture-mode records no "
                                          r"results.ratios.capture_over_eager"):
         findings.render_findings(results)
+
+
+def test_the_readme_findings_open_with_the_answer_one_finding_a_line() -> None:
+    """The block opens with the one line a learner needs (the answer, with its figures), then where
+    the figures come from, then a bullet per notebook; no paragraph over 100 words."""
+    block = _readme_block(findings.BLOCK).strip()
+    paragraphs = block.split("\n\n")
+    assert paragraphs[0] == f"**In short:** {findings.answer().text}"
+    assert "results/" not in paragraphs[0] and "results/" in paragraphs[1]  # the records after it
+    bullets = paragraphs[2].splitlines()
+    assert len(bullets) == len(findings.NOTEBOOKS) and all(b.startswith("- **") for b in bullets)
+    lines = [*paragraphs[:2], *bullets, *paragraphs[3:]]  # a bullet is a paragraph of its own
+    long = [p[:60] for p in lines if len(re.sub(r"\]\([^)]*\)", "]", p).split()) > 100]
+    assert not long, f"paragraphs over 100 words: {long}"
+
+
+# --- each notebook's bottom line (tools.bottom_lines) ----------------------------------------------
+
+
+def _edit_bottom_line(path: Path, change: Callable[[dict[str, Any]], Any] | None) -> None:
+    """Change a notebook's bottom-line cell (``None``: remove it), saved in nbformat's layout."""
+    notebook = json.loads(path.read_text())
+    cell = next(c for c in notebook["cells"] if bottom_lines.TAG in c["metadata"].get("tags", []))
+    if change is None:
+        notebook["cells"].remove(cell)
+    else:
+        change(cell)
+    path.write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def _cells(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["cells"]
+
+
+@pytest.mark.parametrize("notebook", sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")),
+                         ids=lambda p: p.stem)
+def test_each_notebook_opens_with_its_bottom_line(notebook: Path) -> None:
+    """Right under the title, the cell tagged bottom-line holds what tools.bottom_lines writes from
+    the committed records: 2 or 3 sentences, at most 100 words, naming the machine and the record."""
+    cells = _cells(notebook)
+    title = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown")
+    assert "".join(cells[title]["source"]).startswith("# ")
+    cell = cells[title + 1]
+    assert cell["cell_type"] == "markdown" and bottom_lines.TAG in cell["metadata"]["tags"]
+    expected = bottom_lines.bottom_line(notebook.stem)
+    assert "".join(cell["source"]) == expected, "run `python -m tools.results_table`"
+    record = findings.newest_gpu_first()[notebook.stem]
+    assert f"(record [`{record.name}`](../results/{record.name})):" in expected
+    assert (REPO_ROOT / "notebooks" / "../results" / record.name).is_file()
+    text = re.sub(r"\]\([^)]*\)", "]", expected.removeprefix("**Bottom line.** "))
+    sentences = re.findall(r"[.!?](?=\s+[A-Z]|$)", text)
+    assert 2 <= len(sentences) <= 3 and len(text.split()) <= 100, (len(sentences), len(text.split()))
+
+
+def test_the_committed_bottom_lines_are_in_step() -> None:
+    assert bottom_lines.update(check=True) == 0
+
+
+def _bottom_line_copies(tmp_path: Path) -> tuple[Path, Path]:
+    notebooks, results = tmp_path / "notebooks", tmp_path / "results"
+    shutil.copytree(REPO_ROOT / "notebooks", notebooks, ignore=shutil.ignore_patterns("scripts"))
+    shutil.copytree(REPO_ROOT / "results", results)
+    return notebooks, results
+
+
+def test_a_bottom_line_is_stale_when_its_record_or_its_cell_changes_alone(tmp_path: Path) -> None:
+    notebooks, results = _bottom_line_copies(tmp_path)
+    assert bottom_lines.update(notebooks, check=True, results_dir=results) == 0
+    nb02 = notebooks / "02-capture-mode.ipynb"
+    committed = nb02.read_bytes()
+    # the cell changed alone (a figure typed over): stale
+    _edit_bottom_line(nb02, lambda c: c.update(source=["".join(c["source"]).replace("1.72x", "1.80x")]))
+    assert bottom_lines.update(notebooks, check=True, results_dir=results) == 1
+    nb02.write_bytes(committed)
+    # the record changed alone (a new run): stale, and the rewrite says what the record says now
+    _edit_chosen(results, "02-capture-mode",
+                 lambda r: r["ratios"]["capture_over_eager"].update(ratio=0.8, ci95=[0.7, 0.9]))
+    assert bottom_lines.update(notebooks, check=True, results_dir=results) == 1
+    assert nb02.read_bytes() == committed  # --check writes nothing
+    assert bottom_lines.update(notebooks, check=False, results_dir=results) == 0
+    assert "capture mode was slower than eager mode (0.80x [0.70-0.90])" in bottom_lines.cell_text(nb02)
+    assert bottom_lines.update(notebooks, check=True, results_dir=results) == 0
+
+
+def test_writing_the_bottom_line_touches_no_other_cell(tmp_path: Path) -> None:
+    """Inserted after the title where it is missing, replaced where it is stale: every other cell,
+    output and execution count, and the metadata, stay byte for byte."""
+    notebooks, _ = _bottom_line_copies(tmp_path)
+    path = notebooks / "05-photos-at-scale.ipynb"
+    committed = path.read_text()
+    _edit_bottom_line(path, None)
+    without = path.read_text()
+    assert bottom_lines.cell_text(path) is None
+    written = bottom_lines.with_bottom_line(without, "**Bottom line.** new", path.name)
+    cells, before = json.loads(written)["cells"], json.loads(without)["cells"]
+    assert cells[1] == {"cell_type": "markdown", "id": bottom_lines.CELL_ID,
+                        "metadata": {"tags": [bottom_lines.TAG]}, "source": ["**Bottom line.** new"]}
+    assert [cells[0], *cells[2:]] == before
+    assert {k: v for k, v in json.loads(written).items() if k != "cells"} == \
+        {k: v for k, v in json.loads(without).items() if k != "cells"}
+    # the only lines that differ are the cell's: put back, the committed bytes again
+    rewritten = bottom_lines.with_bottom_line(written, bottom_lines.cell_text(REPO_ROOT / "notebooks" /
+                                                                              path.name), path.name)
+    assert rewritten == committed
+    # a notebook not in nbformat's layout is refused, not reformatted
+    with pytest.raises(ValueError, match="not in nbformat's layout"):
+        bottom_lines.with_bottom_line(json.dumps(json.loads(committed)), "x", path.name)
+    two = json.loads(committed)
+    two["cells"].insert(3, {**two["cells"][1], "id": "another"})
+    with pytest.raises(ValueError, match="2 cells tagged bottom-line"):
+        bottom_lines.with_bottom_line(json.dumps(two, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                                      "x", path.name)
+
+
+# Small fake records, one per notebook family, with the keys each function reads.
+
+def _ratio(ratio: float, low: float, high: float, **goal: Any) -> dict[str, Any]:
+    return {"ratio": ratio, "ci95": [low, high], "trials": 5, **goal}
+
+
+def _fake_entries(ratio: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{notebook: entry}``: every notebook's entry, each ratio the given one (goals: of 1x)."""
+    goal = {**ratio, "goal": 1.0,
+            "verdict": Ratio(ratio["ratio"], *ratio["ci95"], ratio["trials"], True).verdict(1.0)}
+    nb05 = {findings.R50 + k: goal for k in ("best DataLoader", "pipeline mode, same knobs", "ceiling")}
+    nb05["cpu: DataLoader / dynamic mode, CPU time per image"] = goal
+    resumable = "capture, epoch readers + checkpoints / "
+    return {
+        findings.NB01: {"headline": {"best_hw_decoder_load": 0.65},
+                        "results": {"reference_threads": 4, "ratios": {"best_gpu_over_cpu": ratio,
+                                                                       "best_gpu_over_best_cpu": ratio}}},
+        findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio}}},
+        findings.NB03: {"results": {"goals": {"best dynamic / best DataLoader": goal,
+                                              "best dynamic / pipeline mode, same knobs": goal}}},
+        findings.NB04: {"headline": {"processes": 2},
+                        "results": {"goals": {"weak scaling (all processes / 1 process)": goal}}},
+        findings.NB05: {"parameters": {"image_size": 96},
+                        "results": {"goals": nb05}},
+        findings.NB06: {"results": {"resume": {"kill_step": 30, "resumed_from": 20, "bit_identical": True},
+                                    "benchmark": {"ratios": {resumable + "capture": ratio,
+                                                             resumable + "eager + checkpoints": ratio}}}},
+        findings.NB07: {"headline": {"best_dali_nvdec_pct": None},
+                        "parameters": {"codec": "vp9", "clip_frames": 8, "gop": 16},
+                        "results": {"goals": {"alone: best DALI / best PyAV DataLoader": goal,
+                                              "fed: best DALI / training alone": goal},
+                                    "picks": {"best DALI": "DALI, 2 readers"},
+                                    "alone": {"configs": {"DALI, 2 readers": {"count": 2}}},
+                                    "sweep": {"dali_over_dataloader": {"160x120, gop 16": ratio}}}},
+    }
+
+
+def _fake_results(tmp_path: Path, entries: dict[str, dict[str, Any]], machine: dict[str, Any] | None = None
+                  ) -> Path:
+    results = tmp_path / "results"
+    _record(results / "gpu-fake.json", "2026-03-02T09:00:00+00:00",
+            {name: {"headline": {}, "parameters": {}, **entry} for name, entry in entries.items()},
+            machine=machine or {**H200, "gpu_count": 1})
+    return results
+
+
+# what each notebook's bottom line says of a ratio of 1.30x [1.20-1.50] (the same for all its figures)
+SAID = {
+    findings.NB01: ["at hw_decoder_load 0.65 (its highest sweep median), GPU decoding of the photographs "
+                    "was faster than CPU decoding at 4 threads (1.30x [1.20-1.50]).",
+                    "Each at its best sweep setting, it was faster than CPU decoding (1.30x [1.20-1.50])."],
+    findings.NB02: ["training on MNIST, capture mode was faster than eager mode (1.30x [1.20-1.50]), on the "
+                    "same batches."],
+    findings.NB03: ["on MNIST, dynamic mode at its best was faster than the best torch DataLoader "
+                    "(1.30x [1.20-1.50]).", "It was faster than pipeline mode at the same knobs "
+                    "(1.30x [1.20-1.50])."],
+    findings.NB04: ["in samples/s, 2 processes under torchrun were faster than one (1.30x [1.20-1.50]), on 1 "
+                    "GPUs."],
+    findings.NB05: ["feeding ResNet-50 (96px crops), dynamic mode at its best was faster than the best torch "
+                    "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
+                    "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
+                    "Loading alone, a DataLoader's CPU time per image (workers included) was higher than "
+                    "the best capture loop's (1.30x [1.20-1.50])."],
+    findings.NB06: ["killed at step 30, training resumed from step 20 bit-identically.",
+                    "Resumable capture mode (a reader per epoch, checkpoints) was faster than capture mode "
+                    "without them (1.30x [1.20-1.50]) and faster than eager mode with checkpoints "
+                    "(1.30x [1.20-1.50])."],
+    findings.NB07: ["on VP9 clips of 8 frames, loading alone, 2 DALI readers, one shard each, were faster "
+                    "than PyAV in the best torch DataLoader (1.30x [1.20-1.50] at its default size, gop 16; "
+                    "1.30x [1.20-1.50] at 160x120, gop 16).",
+                    "Feeding the 3D model, they reached 1.30x [1.20-1.50] of training alone."],
+}
+
+
+@pytest.mark.parametrize("notebook", sorted(SAID))
+def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path: Path) -> None:
+    """One function per notebook (tools.findings.NOTEBOOKS) writes what its record found; the
+    bottom line puts the machine and the record first and the goals' verdicts last."""
+    assert set(SAID) == set(findings.NOTEBOOKS)
+    results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
+    text = bottom_lines.bottom_line(notebook, results)
+    prefix = "**Bottom line.** On one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): "
+    assert text.startswith(prefix)
+    finding = text.removeprefix(prefix)
+    assert finding.startswith(" ".join(SAID[notebook]))
+    # each figure of the sentence is a figure of the record, and nothing else is shown
+    assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
+    readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
+    assert readme.sentences == tuple(SAID[notebook]) and readme.records == ("gpu-fake.json",)
+
+
+@pytest.mark.parametrize("interval,ratio,words", [
+    ([1.2, 1.5], 1.3, "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
+    ([0.7, 0.9], 0.8, "capture mode was slower than eager mode (0.80x [0.70-0.90])"),
+    ([0.9, 1.5], 1.3, "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
+    ([0.95, 0.999], 0.97, "capture mode was slower than eager mode (0.970x [0.950-0.999])"),
+])
+def test_a_bottom_line_is_worded_by_its_interval(tmp_path: Path, interval: list[float], ratio: float,
+                                                  words: str) -> None:
+    entries = {findings.NB02: _fake_entries(_ratio(ratio, *interval))[findings.NB02]}
+    assert words in bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
+
+
+@pytest.mark.parametrize("interval,verdict", [([1.3, 1.5], "met"), ([1.1, 1.2], "not met"),
+                                              ([1.2, 1.5], "inconclusive")])
+def test_a_bottom_line_states_the_recorded_verdict_of_a_goal(tmp_path: Path, interval: list[float],
+                                                              verdict: str) -> None:
+    ratio = _ratio(sum(interval) / 2, *interval)
+    goal = {**ratio, "goal": 1.25, "verdict": verdict}
+    entries = {findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio},
+                                           "goals": {"capture / eager": goal}}}}
+    text = bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
+    # the goal's figure is the finding's: shown once
+    assert text.endswith(f"Its goal, capture / eager of 1.25x or more, is {verdict}.")
+    assert text.count(str(Ratio(ratio["ratio"], *interval, 5, True))) == 1
+
+
+def test_a_verdict_that_its_interval_does_not_give_is_refused(tmp_path: Path) -> None:
+    ratio = _ratio(1.4, 1.3, 1.5)
+    entries = {findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio},
+                                           "goals": {"capture / eager": {**ratio, "goal": 1.25,
+                                                                         "verdict": "inconclusive"}}}}}
+    with pytest.raises(ValueError, match=r"gpu-fake.json, 02-capture-mode, goal 'capture / eager': verdict "
+                                         r"'inconclusive', but .* says 'met'"):
+        bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
+
+
+def test_several_goals_are_counted_by_verdict_and_a_cpu_run_says_so(tmp_path: Path) -> None:
+    ratio = _ratio(1.3, 1.2, 1.5)
+    entries = _fake_entries(ratio)
+    entries[findings.NB03]["results"]["goals"] = {
+        "best dynamic / best DataLoader": {**ratio, "goal": 1.1, "verdict": "met"},
+        "best dynamic / pipeline mode, same knobs": {**ratio, "goal": 1.25, "verdict": "inconclusive"},
+        "best dynamic / ceiling": {**ratio, "goal": 1.6, "verdict": "not met"}}
+    entries[findings.NB04]["results"]["goals"] = {
+        "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": "not met"}}
+    cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
+    results = _fake_results(tmp_path, entries, machine=cpu)
+    text = bottom_lines.bottom_line(findings.NB03, results)
+    assert text.startswith("**Bottom line.** Without a GPU (record [`gpu-fake.json`]")
+    assert text.endswith("Of its 3 goals ([the results page](../docs/pages/results.md#the-suites-goals)), "
+                         "1 is met, 1 not met and 1 inconclusive here; the results page judges goals on "
+                         "GPU runs only.")
+    scaling = bottom_lines.bottom_line(findings.NB04, results)
+    assert "slower" not in scaling and "on 2 CPU cores, not GPU scaling." in scaling
+
+
+def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> None:
+    results = _fake_results(tmp_path, {findings.NB02: _fake_entries(_ratio(1.3, 1.2, 1.5))[findings.NB02],
+                                       "08-new": {"results": {}}})
+    assert "No record in `results/` holds 09-newer yet" in bottom_lines.bottom_line("09-newer", results)
+    with pytest.raises(ValueError, match="08-new has a record but no function .* tools.findings.NOTEBOOKS"):
+        bottom_lines.bottom_line("08-new", results)

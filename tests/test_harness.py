@@ -148,21 +148,33 @@ def test_headless_runs_print_one_line_and_no_bar(monkeypatch, capsys):
 
 
 class Ahead(Sleepy):
-    """A loader that, like pipeline mode, may hold ``ahead`` batches of the next epoch."""
+    """A loader that, like DALI's, has ``ahead`` batches of its next epoch ready; each logs when
+    it is handed over."""
 
-    ahead, batch_size = 2, 4
+    ahead = 2
+
+    def epoch(self):
+        for index, batch in enumerate(super().epoch()):
+            self.log.append(("batch", self.name, index, time.perf_counter()))
+            yield batch
 
 
-def test_a_loader_that_runs_ahead_records_its_head_start_and_widens_every_ratio(monkeypatch):
+def test_the_batches_a_loader_had_ready_are_handed_over_untimed_and_uncounted(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    log, stepped = [], []
+    harness = Harness(say=lambda _: None)
+    w = Way("pipeline", lambda: Ahead("p", log, batches=10, size=4, pause=0.02))
+    trial = harness.trial(w, step=lambda x, y: stepped.append(1))
+    assert trial.skipped == 2 and trial.samples == 8 * 4 and len(stepped) == 8
+    assert 8 * 0.02 <= trial.seconds < 10 * 0.02  # two of the ten pauses were before the timer
+    results = harness.run([w, way("cold", [], batches=10)], 2, label="alone")
+    assert results.table().loc["pipeline", "ready, untimed"] == 2
+    assert results.table().loc["cold", "ready, untimed"] == 0
+    assert results.ratio("pipeline", "cold") == ratio(results.rates("pipeline"), results.rates("cold"))
+
+
+def test_an_epoch_no_longer_than_what_was_ready_is_refused_with_what_to_do(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     harness = Harness(say=lambda _: None)
-    ways = [Way("pipeline", lambda: Ahead("p", [], batches=10)), way("cold", [], batches=10)]
-    results = harness.run(ways, 3, label="alone")
-    assert results.head_start("pipeline") == pytest.approx(8 / 40) and results.head_start("cold") == 0
-    plain = ratio(results.rates("pipeline"), results.rates("cold"))
-    widened = results.ratio("pipeline", "cold")
-    assert widened.ratio == plain.ratio
-    assert widened.low == pytest.approx(plain.low * 0.8) and widened.high == plain.high
-    assert results.ratio("cold", "pipeline").high == pytest.approx(
-        ratio(results.rates("cold"), results.rates("pipeline")).high / 0.8)
-    assert results.table().loc["pipeline", "head start ≤ %"] == 20.0
+    with pytest.raises(RuntimeError, match=r"no longer than the 2 batch\(es\) its loader had ready.*data"):
+        harness.trial(Way("p", lambda: Ahead("p", [], batches=2)))

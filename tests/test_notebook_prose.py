@@ -5,7 +5,10 @@ from a ratio's interval (``helpers.benchmarking.versus``), never typed by hand.
 
 Left out of both checks: link targets and addresses, section numbers, DALI's version, the "Exercises" and
 "Further reading" sections (they suggest values to try, they claim nothing), questions, and
-counts from 0 to 10 (steps, processes, "two checks"), which prose needs without an output."""
+counts from 0 to 10 (steps, processes, "two checks"), which prose needs without an output; and the
+bottom-line cell under the title, generated from the notebook's record (tools.bottom_lines: its
+figures are the record's, its words follow their intervals; tests/test_generated_tables.py keeps it
+in step with the record)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.bottom_lines import TAG as BOTTOM_LINE
 from tools.suite import notebooks
 
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)")
@@ -42,10 +46,11 @@ LEFT_OUT_SECTIONS = ("exercises", "further reading")
 
 
 def _prose(notebook: Path) -> list[str]:
-    """The markdown cells that claim something: up to an Exercises or Further reading heading."""
+    """The markdown cells that claim something: up to an Exercises or Further reading heading
+    (the generated bottom line left out)."""
     cells = []
     for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type != "markdown":
+        if cell.cell_type != "markdown" or BOTTOM_LINE in cell.metadata.get("tags", []):
             continue
         text = cell.source
         heading = re.search(rf"^#+\s*({'|'.join(LEFT_OUT_SECTIONS)})\b", text, re.IGNORECASE | re.MULTILINE)
@@ -129,6 +134,9 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
                     nbformat.v4.new_output("stream", name="stdout", text="567\n")]),
                 nbformat.v4.new_markdown_cell("It printed 567. Is the GPU faster?\n\n## Exercises\n"
                                               "Try 4096 and see which is faster.")]
+    generated = nbformat.v4.new_markdown_cell("**Bottom line.** On one GPU: 9.99x faster than the CPU.")
+    generated.metadata["tags"] = [BOTTOM_LINE]
+    nb.cells.insert(1, generated)  # left out: its figures are the record's, checked elsewhere
     path = tmp_path / "x.ipynb"
     nbformat.write(nb, path)
     assert figures_not_shown(path) == ["1,234"]

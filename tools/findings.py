@@ -1,6 +1,8 @@
-"""What the suite found: the README's sentences, each generated from the newest records.
+"""What the suite found: the README's findings and each notebook's bottom line, generated from
+the newest records.
 
-    python -m tools.results_table   # rewrites README.md's findings block (and the results page)
+    python -m tools.results_table   # rewrites README.md's findings block, the results page and
+                                    # each notebook's bottom-line cell (tools.bottom_lines)
 
 Each sentence reads its figures from the records (``results/*.json``), never from a file name:
 for each notebook, the newest record of a machine with a GPU that holds it, else the newest
@@ -11,16 +13,22 @@ notebook 04), at a path of keys in the notebook's ``results`` (``("goals", "capt
 :func:`helpers.benchmarking.versus` ("faster than" when the whole interval is above 1, "slower
 than" when below, "not distinguishable from" otherwise), so that a new record can change the words
 as well as the numbers. A path that the chosen record does not hold is an error that names it:
-a notebook that renamed a ratio needs its sentence here updated, never an older record's figure.
+a notebook that renamed a ratio needs its function here updated, never an older record's figure.
 
-Each sentence names the notebooks and the records its figures come from (links), and
-:func:`findings` returns, beside the text, every figure with the record and the path it was
-read from (``tests/test_generated_tables.py`` checks the README's figures against the records).
+One function per notebook (:data:`NOTEBOOKS`) writes what its newest record found, in one or two
+short sentences: the README shows it as a bullet, and the notebook's bottom line
+(``tools.bottom_lines``) opens with it. A notebook whose record keys change needs only its own
+function updated. The README's block opens with :func:`answer`, the one line a learner needs.
+
+Each finding names the notebooks and the records its figures come from (links), and holds every
+figure with the record and the path it was read from (``tests/test_generated_tables.py`` checks
+the README's figures against the records).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -50,6 +58,25 @@ class Figure:
     def shown(self) -> str:
         """How the sentence shows it: ``2.17x [2.07-2.27]`` (:class:`helpers.benchmarking.Ratio`)."""
         return str(self.ratio)
+
+
+def goal_problems(goal: dict[str, Any]) -> list[str]:
+    """What is wrong with a recorded goal (an empty list when nothing is): the fields it lacks,
+    or a verdict that does not follow its 95% interval."""
+    count = "launches" if "launches" in goal else "trials"
+    missing = [k for k in ("ratio", "ci95", "goal", "verdict", count) if k not in goal]
+    if missing:
+        return [f"lacks {', '.join(missing)}"]
+    low, high = goal["ci95"]
+    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
+    expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
+    problems = []
+    if not low <= goal["ratio"] <= high:
+        problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
+    if goal["verdict"] != expected:
+        problems.append(f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
+                        f"the goal {goal['goal']:g} says {expected!r}")
+    return problems
 
 
 @dataclass
@@ -92,18 +119,32 @@ class Lookup:
         low, high = found["ci95"]
         count = int(found.get("trials", found.get("launches", 0)))
         ratio = Ratio(float(found["ratio"]), float(low), float(high), count, paired=True)
-        if shown:
+        if shown and str(ratio) not in {f.shown for f in self.figures if f.notebook == notebook}:
             self.figures.append(Figure(notebook, keys, self.chosen[notebook].path, ratio))
         return ratio
 
+    def goals(self, notebook: str) -> dict[str, dict[str, Any]]:
+        """The notebook's recorded goals (``results.goals``; none: ``{}``), each verdict checked
+        against its interval (:func:`goal_problems`): a verdict the interval does not give is an
+        error that names the record and the goal."""
+        goals = self.entry(notebook).results.get("goals") or {}
+        for name, goal in goals.items():
+            problems = goal_problems(goal)
+            if problems:
+                raise ValueError(f"{self.chosen[notebook].name}, {notebook}, goal {name!r}: "
+                                 f"{'; '.join(problems)}")
+        return goals
 
-def _pick(same_knobs: Ratio) -> str:
-    """Which DALI mode the interval of dynamic / pipeline mode at the same knobs picks."""
-    if same_knobs.high < 1:
-        return "pipeline mode"
-    if same_knobs.low > 1:
-        return "dynamic mode"
-    return "either DALI mode (dynamic mode for plain Python)"
+
+def versus_each(compared: Sequence[tuple[Ratio, str]], reference: str, **words: str) -> str:
+    """Ratios against one reference, each with what it measured (``(ratio, "on MNIST")``), worded
+    together when their intervals give the same words (``faster than X (1.97x [...] on A; 1.77x
+    [...] on B)``), else each in its own; ``words`` as :func:`helpers.benchmarking.versus` takes
+    them."""
+    said = [versus(r, reference, **words).removesuffix(f" ({r})") for r, _ in compared]
+    if len(set(said)) == 1:
+        return f"{said[0]} ({'; '.join(f'{r} {what}' for r, what in compared)})"
+    return " and ".join(f"{versus(r, reference, **words)} {what}" for r, what in compared)
 
 
 NB01, NB02, NB03, NB04, NB05, NB06 = ("01-getting-started", "02-capture-mode", "03-feeding-pytorch-fast",
@@ -111,139 +152,169 @@ NB01, NB02, NB03, NB04, NB05, NB06 = ("01-getting-started", "02-capture-mode", "
 NB07 = "07-video-clips"
 R50 = "ResNet-50: best dynamic / "
 SAME_KNOBS = "pipeline mode at the same knobs"
+LOADER = "the best torch DataLoader"
+
+# --- one function per notebook: what its newest record found, in one or two sentences -------------
+# The first sentence starts in lower case: it follows a colon (the README's topic, the bottom
+# line's machine).
 
 
-def _resnet50(get: Lookup) -> str:
-    loader, same, ceiling = (get.ratio(NB05, "goals", R50 + against)
-                             for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling"))
-    size = get.value(NB05, "parameters", "image_size")
-    return (f"feeding ResNet-50 ({size}px crops), dynamic mode at its best was "
-            f"{versus(loader, 'the best torch DataLoader')} and {versus(same, SAME_KNOBS)}, reaching "
-            f"{ceiling} of training alone.")
-
-
-def _video(get: Lookup) -> str:
-    alone = get.ratio(NB07, "goals", "alone: best DALI / best PyAV DataLoader")
-    fed = get.ratio(NB07, "goals", "fed: best DALI / training alone")
-    codec = get.value(NB07, "parameters", "codec")
-    frames = get.value(NB07, "parameters", "clip_frames")
-    codec = {"h264": "H.264", "hevc": "HEVC"}.get(codec, codec.upper())
-    best = get.value(NB07, "results", "picks", "best DALI")
-    readers = get.value(NB07, "results", "alone", "configs", best, "count")
-    nvdec = get.value(NB07, "headline", "best_dali_nvdec_pct")
-    busy = f", NVDEC {nvdec:.0f}% busy" if nvdec is not None else ""
-    sweep = get.value(NB07, "results", "sweep", "dali_over_dataloader")
-    told = [f"{s} ({get.ratio(NB07, 'sweep', 'dali_over_dataloader', s)})" for s in sweep]
-    swept = f"; DALI / the DataLoader at other sizes: {', '.join(told)}" if told else ""
-    who = f"{readers} DALI readers, one shard each" if readers > 1 else "one DALI reader"
-    return (f"on {codec} clips of {frames} frames, {who} ({busy.lstrip(', ') or best}), alone, "
-            f"{'were' if readers > 1 else 'was'} "
-            f"{versus(alone, 'PyAV in the best torch DataLoader')}, and "
-            f"feeding the 3D model the loader reached {fed} of training alone{swept}.")
-
-
-def _capture(get: Lookup) -> str:
-    ratio = get.ratio(NB02, "ratios", "capture_over_eager")
-    return f"training on MNIST, capture mode was {versus(ratio, 'eager mode')}, on the same batches."
-
-
-def _hardware_decoder(get: Lookup) -> str:
+def _getting_started(get: Lookup) -> list[str]:
     threads = get.value(NB01, "results", "reference_threads")
     load = get.value(NB01, "headline", "best_hw_decoder_load")
     fixed = get.ratio(NB01, "ratios", "best_gpu_over_cpu")
     best = get.ratio(NB01, "ratios", "best_gpu_over_best_cpu")
-    return (f"at hw_decoder_load {load:g} (its highest sweep median), GPU decoding "
-            f"of the photographs was {versus(fixed, f'CPU decoding at {threads} threads')} and, each "
-            f"at its setting with the highest sweep median, "
-            f"{versus(best, 'CPU decoding')}.")
+    return [f"at hw_decoder_load {load:g} (its highest sweep median), GPU decoding of the photographs "
+            f"was {versus(fixed, f'CPU decoding at {threads} threads')}.",
+            f"Each at its best sweep setting, it was {versus(best, 'CPU decoding')}."]
 
 
-def _cpu_time(get: Lookup) -> str:
-    ratio = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
+def _capture_mode(get: Lookup) -> list[str]:
+    ratio = get.ratio(NB02, "ratios", "capture_over_eager")
+    return [f"training on MNIST, capture mode was {versus(ratio, 'eager mode')}, on the same batches."]
+
+
+def _light_model(get: Lookup) -> list[str]:
+    loader = get.ratio(NB03, "goals", "best dynamic / best DataLoader")
+    same = get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs")
+    return [f"on MNIST, dynamic mode at its best was {versus(loader, LOADER)}.",
+            f"It was {versus(same, SAME_KNOBS)}."]
+
+
+def _scaling_out(get: Lookup) -> list[str]:
+    processes = get.value(NB04, "headline", "processes")
+    weak = get.ratio(NB04, "goals", "weak scaling (all processes / 1 process)")
+    record = get.record(NB04)
+    where = (f"on {record.machine.get('gpu_count') or 1} GPUs" if record.has_gpu
+             else f"on {record.machine.get('cpu_count', '?')} CPU cores, not GPU scaling")
+    return [f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."]
+
+
+def _photos(get: Lookup) -> list[str]:
+    loader, same, ceiling = (get.ratio(NB05, "goals", R50 + against)
+                             for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling"))
+    cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
+    size = get.value(NB05, "parameters", "image_size")
     capture = "the best capture loop's"
-    return ("loading alone, the best torch DataLoader's CPU time per image (workers included) was "
-            f"{versus(ratio, capture, faster='higher than', slower='lower than')}.")
+    return [f"feeding ResNet-50 ({size}px crops), dynamic mode at its best was {versus(loader, LOADER)} "
+            f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
+            "Loading alone, a DataLoader's CPU time per image (workers included) was "
+            f"{versus(cpu, capture, faster='higher than', slower='lower than')}."]
 
 
-def _resumable(get: Lookup) -> str:
+def _resuming(get: Lookup) -> list[str]:
+    resume = get.value(NB06, "results", "resume")
+    same = "bit-identically" if resume["bit_identical"] else "but not bit-identically"
     against = {"capture": "capture mode without them", "eager + checkpoints": "eager mode with checkpoints"}
     resumable = "capture, epoch readers + checkpoints / "
     words = [versus(get.ratio(NB06, "benchmark", "ratios", resumable + key), other)
              for key, other in against.items()]
-    return f"resumable capture mode (a reader per epoch, checkpoints) was {' and '.join(words)}."
+    return [f"killed at step {resume['kill_step']}, training resumed from step {resume['resumed_from']} "
+            f"{same}.",
+            f"Resumable capture mode (a reader per epoch, checkpoints) was {' and '.join(words)}."]
 
 
-def _scaling(get: Lookup) -> str:
-    processes = get.value(NB04, "headline", "processes")
-    weak = get.ratio(NB04, "goals", "weak scaling (all processes / 1 process)")
-    record = get.record(NB04)
-    machine = record.machine
-    where = (f"on {machine.get('gpu_count') or 1} GPUs" if record.has_gpu
-             else f"on {machine.get('cpu_count', '?')} CPU cores (no GPU run of 04 yet)")
-    return f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."
+def _video(get: Lookup) -> list[str]:
+    alone = get.ratio(NB07, "goals", "alone: best DALI / best PyAV DataLoader")
+    fed = get.ratio(NB07, "goals", "fed: best DALI / training alone")
+    codec, frames, gop = (get.value(NB07, "parameters", key) for key in ("codec", "clip_frames", "gop"))
+    codec = {"h264": "H.264", "hevc": "HEVC"}.get(codec, codec.upper())
+    best = get.value(NB07, "results", "picks", "best DALI")
+    readers = get.value(NB07, "results", "alone", "configs", best, "count")
+    nvdec = get.value(NB07, "headline", "best_dali_nvdec_pct")
+    busy = f" (NVDEC {nvdec:.0f}% busy)" if nvdec is not None else ""
+    who = (f"{readers} DALI readers, one shard each{busy}, were" if readers > 1
+           else f"one DALI reader{busy} was")
+    sizes = [(alone, f"at its default size, gop {gop}")]
+    sizes += [(get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}")
+              for size in get.value(NB07, "results", "sweep", "dali_over_dataloader")]
+    return [f"on {codec} clips of {frames} frames, loading alone, {who} "
+            f"{versus_each(sizes, 'PyAV in ' + LOADER)}.",
+            f"Feeding the 3D model, {'they' if readers > 1 else 'it'} reached {fed} of training alone."]
 
 
-def _which(get: Lookup) -> str:
-    small = get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs")
-    large = get.ratio(NB05, "goals", R50 + "pipeline mode, same knobs")
-    loader_small = get.ratio(NB03, "goals", "best dynamic / best DataLoader")
-    loader_large = get.ratio(NB05, "goals", R50 + "best DataLoader", shown=False)  # the first sentence's
-    only = all(r.low > 1 for r in (loader_small, loader_large))
-    return (f"for a light model (03's MNIST classifier) {_pick(small)}, as dynamic mode was "
-            f"{versus(small, SAME_KNOBS)}; for ResNet-50 {_pick(large)}, as dynamic mode was "
-            f"{versus(large, 'pipeline mode')}; a torch DataLoader "
-            f"{'only for data that DALI cannot read' if only else 'where it keeps up'}, as dynamic mode was "
-            f"{versus(loader_small, 'the best one')} on MNIST{' too' if only else ''}.")
+Write = Callable[[Lookup], list[str]]
+# {notebook: (the README's topic, its function)}, in the README's order
+NOTEBOOKS: dict[str, tuple[str, Write]] = {
+    NB05: ("ResNet-50 from JPEGs", _photos),
+    NB03: ("A light model", _light_model),
+    NB07: ("Video clips", _video),
+    NB02: ("Capture mode", _capture_mode),
+    NB01: ("The hardware JPEG decoder", _getting_started),
+    NB06: ("Resuming", _resuming),
+    NB04: ("Several processes", _scaling_out),
+}
 
 
-# (what the sentence is about, how it is written): the README shows them in this order
-SENTENCES: list[tuple[str, Callable[[Lookup], str]]] = [
-    ("ResNet-50 from JPEGs", _resnet50),
-    ("Video clips", _video),
-    ("Capture mode", _capture),
-    ("The hardware JPEG decoder", _hardware_decoder),
-    ("CPU time", _cpu_time),
-    ("Resuming", _resumable),
-    ("Several processes", _scaling),
-    ("Which to pick", _which),
-]
+def _answer(get: Lookup) -> list[str]:
+    """The one line a learner needs: whether dynamic mode pays off in place of a DataLoader and
+    of pipeline mode, on a heavy model (05) and a light one (03), and by how much."""
+    loaders = [(get.ratio(NB05, "goals", R50 + "best DataLoader"), "feeding ResNet-50 from JPEGs"),
+               (get.ratio(NB03, "goals", "best dynamic / best DataLoader"), "on MNIST")]
+    same = [(get.ratio(NB05, "goals", R50 + "pipeline mode, same knobs"), "on ResNet-50"),
+            (get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs"), "on MNIST")]
+    pays = {"faster": "pays off in place of", "slower": "does not pay off in place of",
+            "same": "is not distinguishable from"}
+    pipeline = "DALI's " + SAME_KNOBS
+    return [f"dynamic mode {versus_each(loaders, LOADER, **pays)}, and "
+            f"{versus_each(same, pipeline, **pays)}."]
 
 
 @dataclass(frozen=True)
 class Finding:
     topic: str
-    text: str
+    sentences: tuple[str, ...]
     notebooks: tuple[str, ...]
     records: tuple[str, ...]
     figures: tuple[Figure, ...]
 
-    def line(self, prefix: str = "") -> str:
-        """The README's bullet: the topic, links to its notebooks and records, the sentence."""
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+    def links(self, prefix: str = "") -> str:
+        """Links to its notebooks and records: ``[05](notebooks/...), [x.json](results/x.json)``."""
         links = [f"[{n[:2]}]({prefix}notebooks/{n}.ipynb)" for n in self.notebooks]
         links += [f"[{name}]({prefix}results/{name})" for name in self.records]
-        return f"- **{self.topic}** ({', '.join(links)}): {self.text}"
+        return ", ".join(links)
+
+    def line(self, prefix: str = "") -> str:
+        """The README's bullet: the topic, links to its notebooks and records, the sentences."""
+        return f"- **{self.topic}** ({self.links(prefix)}): {self.text}"
+
+
+def find(topic: str, write: Write, chosen: dict[str, Record]) -> Finding:
+    """The finding that ``write`` makes from the chosen records, with what it read."""
+    get = Lookup(chosen)
+    sentences = tuple(write(get))
+    names = tuple(dict.fromkeys(chosen[n].name for n in get.notebooks))
+    return Finding(topic, sentences, tuple(get.notebooks), names, tuple(get.figures))
 
 
 def findings(results_dir: Path = RESULTS) -> list[Finding]:
-    """Every sentence of :data:`SENTENCES`, written from the records of ``results_dir``."""
+    """A finding per notebook of :data:`NOTEBOOKS`, written from the records of ``results_dir``."""
     chosen = newest_gpu_first(results_dir)
-    found = []
-    for topic, write in SENTENCES:
-        get = Lookup(chosen)
-        text = write(get)
-        names = tuple(dict.fromkeys(chosen[n].name for n in get.notebooks))
-        found.append(Finding(topic, text, tuple(get.notebooks), names, tuple(get.figures)))
-    return found
+    return [find(topic, write, chosen) for topic, write in NOTEBOOKS.values()]
+
+
+def answer(results_dir: Path = RESULTS) -> Finding:
+    return find("In short", _answer, newest_gpu_first(results_dir))
 
 
 def render_findings(results_dir: Path = RESULTS, prefix: str = "") -> str:
-    """The README's block (Markdown): where the figures come from, then a bullet per finding."""
+    """The README's block (Markdown): the answer, where the figures come from, then a bullet per
+    notebook."""
     found = findings(results_dir)
+    short = answer(results_dir)
     chosen = newest_gpu_first(results_dir)
     used = {chosen[n].name: chosen[n] for f in found for n in f.notebooks}
-    sources = "; ".join(f"[{name}]({prefix}results/{name}) ({machine_heading(record.machine)}, {record.date})"
-                        for name, record in used.items())
-    intro = ("Ratios with 95% intervals in brackets, worded by the interval, from each notebook's newest "
-             f"record with a GPU, else without: {sources}.")
-    outro = "Generated by `python -m tools.results_table`; a test keeps it in step."
-    return "\n\n".join([intro, "\n".join(f.line(prefix) for f in found), outro])
+    machines: dict[str, list[str]] = {}
+    for name, record in used.items():
+        machines.setdefault(machine_heading(record.machine), []).append(f"[{name}]({prefix}results/{name})")
+    sources = "; ".join(f"{', '.join(links)} ({machine})" for machine, links in machines.items())
+    first = f"**{short.topic}:** {short.text}"
+    how = ("Ratios: the first-named rate over the other, 95% interval in brackets; \"faster\" or "
+           "\"slower\" only when the interval excludes 1. Records: each notebook's newest with a GPU, "
+           f"else without: {sources}.")
+    outro = "Generated by `python -m tools.results_table`."
+    return "\n\n".join([first, how, "\n".join(f.line(prefix) for f in found), outro])

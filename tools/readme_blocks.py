@@ -5,8 +5,9 @@
     <!-- inventory:end -->
 
 ``tools.inventory`` (the inventory) writes its README block with :func:`update`, and
-``tools.results_table`` the README's findings (``tools.findings``) and the results page's tables
-(docs/pages/results.md); the docs hook fills the blocks of the docs pages with
+``tools.results_table`` the README's findings (``tools.findings``), the results page's tables
+(docs/pages/results.md) and, through :func:`main`'s ``others``, each notebook's bottom-line cell
+(``tools.bottom_lines``); the docs hook fills the blocks of the docs pages with
 :func:`replace_block` when it builds the site.
 """
 
@@ -60,17 +61,22 @@ def update(path: Path, bodies: Mapping[str, str], *, check: bool, command: str) 
 
 
 Blocks = Mapping[str, Callable[[], str]]
+# another target's writer: update(path, check=...) -> exit status (0, or 1 when ``check`` finds it stale)
+Update = Callable[..., int]
 
 
 def main(argv: Sequence[str] | None, *, blocks: Blocks, command: str, description: str,
-         pages: Mapping[str, tuple[Path, Blocks]] | None = None) -> int:
+         pages: Mapping[str, tuple[Path, Blocks]] | None = None,
+         others: Mapping[str, tuple[Path, Update]] | None = None) -> int:
     """The command line of generated blocks: rewrite them in README.md (``blocks``) and in the
     other pages (``pages``: ``{option: (default path, blocks)}``, each page's path an option
-    ``--<option>``), or ``--check`` them (exit status 1 if one is stale)."""
+    ``--<option>``), and the targets of ``others`` (``{option: (default path, update)}``, such as
+    the notebooks' bottom-line cells, after the pages), or ``--check`` them all (exit status 1 if
+    one is stale)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="only say whether a block is stale")
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
-    for option, (default, _) in (pages or {}).items():
+    for option, (default, _) in {**(pages or {}), **(others or {})}.items():
         parser.add_argument(f"--{option}", type=Path, default=default, help=f"default: {default.name}")
     args = parser.parse_args(argv)
     targets = [(args.readme, blocks)] + [(getattr(args, option.replace("-", "_")), page_blocks)
@@ -82,4 +88,10 @@ def main(argv: Sequence[str] | None, *, blocks: Blocks, command: str, descriptio
         print(f"{command}: {err}", file=sys.stderr)
         return 1
     statuses = [update(path, bodies, check=args.check, command=command) for path, bodies in rendered]
+    for option, (_, update_other) in (others or {}).items():
+        try:
+            statuses.append(update_other(getattr(args, option.replace("-", "_")), check=args.check))
+        except ValueError as err:
+            print(f"{command}: {err}", file=sys.stderr)
+            statuses.append(1)
     return max(statuses, default=0)

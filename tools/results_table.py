@@ -1,8 +1,9 @@
 """The results page's tables and the README's findings, generated from the committed records
 (never typed).
 
-    python -m tools.results_table          # rewrite README.md's findings and docs/pages/results.md's tables
-    python -m tools.results_table --check  # exit 1 if a block of either is out of date
+    python -m tools.results_table          # rewrite README.md's findings, docs/pages/results.md's tables
+                                           # and each notebook's bottom-line cell
+    python -m tools.results_table --check  # exit 1 if one of them is out of date
 
 The records are read through ``tools.records`` (``results/*.json``; format in
 ``helpers.records``): every fact comes from the records themselves, never from a file name. The results page
@@ -41,9 +42,11 @@ The records are read through ``tools.records`` (``results/*.json``; format in
   ``published-comparison``): a table of the seed's figures beside the newest GPU record's, and
   how far apart they are.
 
-The README's findings block is ``tools.findings``'. The committed page links to the records and
-notebooks from ``docs/pages/`` (``../../results/...``); the docs hook (docs/hooks.py) fills the
-same blocks with the site's links (``results/...``) when it builds the page.
+The README's findings block is ``tools.findings``', the notebooks' bottom-line cells
+``tools.bottom_lines``' (``--notebooks DIR``, default ``notebooks/``). The committed page links
+to the records and notebooks from ``docs/pages/`` (``../../results/...``); the docs hook
+(docs/hooks.py) fills the same blocks with the site's links (``results/...``) when it builds the
+page.
 """
 
 from __future__ import annotations
@@ -55,13 +58,14 @@ from pathlib import Path
 from typing import Any
 from typing import NamedTuple
 
-from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
 from helpers.records import NotebookEntry
 from helpers.records import Record
+from tools import bottom_lines
 from tools import findings
 from tools import readme_blocks
 from tools import registry
+from tools.findings import goal_problems
 from tools.records import RESULTS
 from tools.records import SEED
 from tools.records import column_heading
@@ -229,25 +233,6 @@ def render_notebook_tables(results_dir: Path = RESULTS, prefix: str = "") -> str
     return "\n\n".join(parts)
 
 
-def goal_problems(goal: dict[str, Any]) -> list[str]:
-    """What is wrong with a goal in the current form (an empty list when nothing is): the
-    fields it lacks, or a verdict that does not follow its 95% interval."""
-    count = "launches" if "launches" in goal else "trials"
-    missing = [k for k in ("ratio", "ci95", "goal", "verdict", count) if k not in goal]
-    if missing:
-        return [f"lacks {', '.join(missing)}"]
-    low, high = goal["ci95"]
-    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
-    expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
-    problems = []
-    if not low <= goal["ratio"] <= high:
-        problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
-    if goal["verdict"] != expected:
-        problems.append(f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
-                        f"the goal {goal['goal']:g} says {expected!r}")
-    return problems
-
-
 def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str:
     label = f"{notebook[:2]} · {name}"
     problems = goal_problems(goal)
@@ -393,12 +378,14 @@ README_BLOCKS = {findings.BLOCK: findings.render_findings}
 PAGE_BLOCKS = {GOALS_BLOCK: lambda: render_goals_table(prefix=PAGE_PREFIX),
                TABLES_BLOCK: lambda: render_notebook_tables(prefix=PAGE_PREFIX),
                PUBLISHED_BLOCK: lambda: render_published_comparison(prefix=PAGE_PREFIX)}
+# and each notebook's bottom-line cell (tools.bottom_lines), in the notebooks of --notebooks
+OTHERS = {"notebooks": (bottom_lines.NOTEBOOKS_DIR, bottom_lines.update)}
 
 
 def main(argv: list[str] | None = None) -> int:
     return readme_blocks.main(argv, blocks=README_BLOCKS, command="python -m tools.results_table",
                               description=__doc__.split("\n")[0],
-                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS)})
+                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS)}, others=OTHERS)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,163 @@
+"""Each notebook's bottom line: a Markdown cell right under its title, generated from its newest
+record, never typed.
+
+    python -m tools.results_table          # writes them, with the README's findings
+    python -m tools.results_table --check  # exit 1 if a notebook's bottom line is out of date
+
+The cell says on which machine and in which record (a link) the notebook's figures were measured,
+then what the notebook found (:data:`tools.findings.NOTEBOOKS`: the README's sentence for that
+notebook, each ratio with its 95% interval and worded by it) and its goals' verdicts as the
+record states them (each checked against its interval, :meth:`tools.findings.Lookup.goals`).
+The record is the one the README's findings read: the newest of a machine with a GPU that holds
+the notebook, else the newest without (:func:`tools.records.newest_gpu_first`).
+
+The cell is found by its tag (:data:`TAG`) and is the only cell this module writes: where a
+notebook has none, it is inserted after the title cell (the first Markdown cell that starts with
+``# ``); every other cell, output, execution count and the metadata stay as they are. A notebook
+is written in nbformat's own layout (``json.dumps(indent=1, sort_keys=True, ensure_ascii=False)``,
+as papermill and JupyterLab save it), and one that is not in that layout is refused, so that the
+only lines that change are the cell's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers.paths import REPO_ROOT
+from helpers.records import Record
+from tools.findings import NOTEBOOKS
+from tools.findings import Finding
+from tools.findings import Lookup
+from tools.findings import find
+from tools.records import RESULTS
+from tools.records import newest_gpu_first
+
+TAG = "bottom-line"
+CELL_ID = "bottom-line"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+# from a notebook (notebooks/) to the records and to the results page's goals
+RECORDS_LINK = "../results/"
+GOALS_LINK = "../docs/pages/results.md#the-suites-goals"
+VERDICTS = ("met", "not met", "inconclusive")
+
+
+def machine(record: Record) -> str:
+    """``On one NVIDIA H200``, ``On 2 NVIDIA H200 GPUs``, or ``Without a GPU`` (the finding says
+    on how many cores where that matters: notebook 04's)."""
+    gpus = record.machine.get("gpu_count") or 1
+    if not record.has_gpu:
+        return "Without a GPU"
+    return f"On one {record.machine['gpu']}" if gpus == 1 else f"On {gpus} {record.machine['gpu']} GPUs"
+
+
+def goals_sentence(get: Lookup, notebook: str) -> str | None:
+    """The notebook's goals as its record states them (None: it sets none). One goal is named,
+    with its ratio where the finding does not show it already; several are counted by verdict,
+    with a link to the results page, which lists them."""
+    goals = get.goals(notebook)
+    if not goals:
+        return None
+    record = get.record(notebook)
+    where = "" if record.has_gpu else " here; the results page judges goals on GPU runs only"
+    if len(goals) == 1:
+        (name, goal), = goals.items()
+        shown = {f.shown for f in get.figures}
+        ratio = get.ratio(notebook, "goals", name)
+        figure = "" if str(ratio) in shown else f" ({ratio})"
+        return f"Its goal, {name} of {goal['goal']:g}x or more, is {goal['verdict']}{figure}{where}."
+    counts = [(count, verdict) for verdict in VERDICTS
+              if (count := sum(g["verdict"] == verdict for g in goals.values()))]
+    said = [f"{count} {('is ' if count == 1 else 'are ') if not i else ''}{verdict}"
+            for i, (count, verdict) in enumerate(counts)]
+    listed = " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
+    return f"Of its {len(goals)} goals ([the results page]({GOALS_LINK})), {listed}{where}."
+
+
+def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
+    """The cell's Markdown: the machine and the record, the notebook's finding, its goals."""
+    chosen = newest_gpu_first(results_dir)
+    if notebook not in chosen:
+        return (f"**Bottom line.** No record in `results/` holds {notebook} yet: its bottom line "
+                "comes with its first run.")
+    if notebook not in NOTEBOOKS:
+        raise ValueError(f"{notebook} has a record but no function that writes its finding: add one to "
+                         "tools.findings.NOTEBOOKS")
+    topic, write = NOTEBOOKS[notebook]
+
+    def with_goals(get: Lookup) -> list[str]:
+        found = write(get)
+        goals = goals_sentence(get, notebook)
+        return [*found, goals] if goals else found
+
+    finding: Finding = find(topic, with_goals, chosen)
+    record = chosen[notebook]
+    link = f"[`{record.name}`]({RECORDS_LINK}{record.name})"
+    return f"**Bottom line.** {machine(record)} (record {link}): {finding.text}"
+
+
+def _layout(notebook: dict[str, Any]) -> str:
+    """A notebook's text as nbformat (and so papermill and JupyterLab) writes it."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _title_index(cells: list[dict[str, Any]], where: str) -> int:
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") == "markdown" and "".join(cell.get("source", "")).startswith("# "):
+            return index
+    raise ValueError(f"{where} has no title cell (a Markdown cell that starts with '# '): nowhere to "
+                     "put its bottom line")
+
+
+def tagged_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in notebook.get("cells", []) if TAG in c.get("metadata", {}).get("tags", [])]
+
+
+def with_bottom_line(text: str, source: str, where: str = "the notebook") -> str:
+    """The notebook's text (JSON) with its bottom-line cell holding ``source``: the tagged cell's
+    source replaced, or a new cell after the title cell. Nothing else changes."""
+    notebook = json.loads(text)
+    if _layout(notebook) != text:
+        raise ValueError(f"{where} is not in nbformat's layout (indent 1, sorted keys): writing its "
+                         "bottom line would rewrite other lines; save it with nbformat first")
+    cells = notebook["cells"]
+    tagged = tagged_cells(notebook)
+    if len(tagged) > 1:
+        raise ValueError(f"{where} has {len(tagged)} cells tagged {TAG}: keep one")
+    lines = source.splitlines(keepends=True)
+    if tagged:
+        if tagged[0].get("cell_type") != "markdown":
+            raise ValueError(f"{where}: the cell tagged {TAG} is not a Markdown cell")
+        tagged[0]["source"] = lines
+    else:
+        if any(c.get("id") == CELL_ID for c in cells):
+            raise ValueError(f"{where}: another cell has the id {CELL_ID!r}")
+        cells.insert(_title_index(cells, where) + 1, {"cell_type": "markdown", "id": CELL_ID,
+                                                      "metadata": {"tags": [TAG]}, "source": lines})
+    return _layout(notebook)
+
+
+def cell_text(path: Path) -> str | None:
+    """The source of a notebook's bottom-line cell, None where it has none."""
+    tagged = tagged_cells(json.loads(path.read_text(encoding="utf-8")))
+    return "".join(tagged[0]["source"]) if tagged else None
+
+
+def update(notebooks_dir: Path = NOTEBOOKS_DIR, *, check: bool, results_dir: Path = RESULTS) -> int:
+    """Write the bottom line of every notebook of ``notebooks_dir`` (exit status 0), or with
+    ``check`` only report those out of date (1) without writing. Every cell is generated before
+    any notebook is written: an error leaves them all as they were."""
+    updated = {}
+    for path in sorted(notebooks_dir.glob("[0-9][0-9]-*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        updated[path] = (text, with_bottom_line(text, bottom_line(path.stem, results_dir), path.name))
+    stale = [path for path, (old, new) in updated.items() if old != new]
+    if check:
+        if stale:
+            print(f"{', '.join(p.name for p in stale)}: the bottom-line cell is out of date: run "
+                  "`python -m tools.results_table`")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(updated[path][1], encoding="utf-8")
+    return 0
