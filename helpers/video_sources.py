@@ -15,7 +15,12 @@ readable video.
 from __future__ import annotations
 
 import os
+import re
+import sys
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,3 +160,29 @@ def locate_videos(*, codec: str = "vp9", width: int = 320, height: int = 240, fr
     if verbose:
         print(f"{videos.describe()}\n  {relative(path)}")
     return videos
+
+
+_SOURCE_PREFIX = re.compile(r"^\[[^\]\s]*\.(?:cc|cpp|cu|h):\d+\] ")  # DALI's C++ log: its build path
+_ADDRESS = re.compile(r" @ 0x[0-9a-f]+\]")  # FFmpeg's log: the address of its context
+
+
+@contextmanager
+def native_log() -> Iterator[list[str]]:
+    """What native code (FFmpeg, DALI's C++ log) writes to the process's standard error while the
+    block runs, collected instead of shown raw in a notebook: the list it yields fills with its
+    lines when the block ends, without the build paths of DALI's sources and FFmpeg's addresses."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+            lines.extend(_ADDRESS.sub("]", _SOURCE_PREFIX.sub("", line))
+                         for line in text.splitlines() if line.strip())

@@ -296,9 +296,9 @@ def test_video_one_reader_keeps_one_hardware_decoder_busy_and_more_readers_more(
     document = gpu_results(NB07)
     results, parameters = document.results, document.parameters
     engines = video_decoders(results["gpu"], say=lambda _: None)
-    alone, configs = results["alone"]["trials"], results["alone"]["configs"]
-    busy = {c["count"]: sum(t["nvdec_pct"] for t in alone[name]) / len(alone[name])
-            for name, c in configs.items() if c["kind"] == "dali" and "eager" not in name}
+    counts, ways = results["readers_of_way"], results["alone"]["ways"]
+    busy = {counts[name]: sum(t["nvdec_pct"] for t in way["trials"]) / len(way["trials"])
+            for name, way in ways.items() if way["kind"] == "dali" and "eager" not in name}
     assert set(busy) == set(parameters["reader_counts"]), busy
     one_engine = 100 / engines
     assert busy[1] <= 1.5 * one_engine, f"one reader kept NVDEC {busy[1]:.0f}% busy: more than one engine"

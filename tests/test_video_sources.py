@@ -3,6 +3,7 @@ named with what to do; the embedded set found or built."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -112,3 +113,13 @@ def test_locate_videos_builds_once_then_finds_the_set(tmp_path: Path, capsys) ->
     assert "Building the video set (once)" in capsys.readouterr().out
     again = locate_videos(data_dir=tmp_path, codec="vp9", **SMALL)
     assert again == first and "Building" not in capsys.readouterr().out
+
+
+def test_native_log_collects_what_native_code_writes_to_stderr_without_build_paths(capfd) -> None:
+    from helpers.video_sources import native_log
+
+    with native_log() as lines:
+        os.write(2, b"[mov,mp4 @ 0x7fcafd3ca7c0] moov atom not found\n")
+        os.write(2, b'[/opt/dali/dali/operators/video/frames_decoder_base.cc:223] Failed to open "a.mp4"\n')
+    assert lines == ["[mov,mp4] moov atom not found", 'Failed to open "a.mp4"']
+    assert capfd.readouterr().err == ""

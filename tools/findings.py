@@ -220,7 +220,10 @@ def _video(get: Lookup) -> list[str]:
     codec, frames, gop = (get.value(NB07, "parameters", key) for key in ("codec", "clip_frames", "gop"))
     codec = {"h264": "H.264", "hevc": "HEVC"}.get(codec, codec.upper())
     best = get.value(NB07, "results", "picks", "best DALI")
-    readers = get.value(NB07, "results", "alone", "configs", best, "count")
+    if "readers_of_way" in get.value(NB07, "results"):
+        readers = get.value(NB07, "results", "readers_of_way", best)
+    else:  # records before the suite's harness (2026-12-03 and earlier)
+        readers = get.value(NB07, "results", "alone", "configs", best, "count")
     nvdec = get.value(NB07, "headline", "best_dali_nvdec_pct")
     busy = f" (NVDEC {nvdec:.0f}% busy)" if nvdec is not None else ""
     who = (f"{readers} DALI readers, one shard each{busy}, were" if readers > 1
