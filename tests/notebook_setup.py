@@ -1,6 +1,7 @@
 """A notebook's set-up, executed in the test's own process: the code cells from the top up to its
-first lesson, which are its bookkeeping (tagged ``parameters`` or ``hide-input``: the guard, the
-parameters, the check of their names, the imports, the check of their values).
+first lesson after its parameters, which are its bookkeeping (tagged ``parameters`` or
+``hide-input``: the guard, the parameters, the check of their names, the imports, the check of
+their values).
 
 A refusal of a bad parameter happens there, so a test of one needs no kernel: the cells run as
 papermill would run them, with the given parameters in a cell of their own after the
@@ -24,15 +25,20 @@ SETUP_TAGS = {"parameters", "hide-input"}
 
 
 def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
-    """The code cells before the notebook's first lesson (its first code cell of neither tag)."""
-    cells = []
+    """The code cells of either tag before the notebook's first lesson after its parameters (its
+    first code cell of neither tag after the ``parameters`` cell). A self-contained lesson that
+    opens the notebook, before its parameters, is not set-up: it is left out."""
+    cells, parameters_seen = [], False
     for cell in nbformat.read(notebook, as_version=4).cells:
         tags = set(cell.metadata.get("tags", []))
         # a cell an earlier papermill run left: the runner drops it too
         if cell.cell_type != "code" or INJECTED_TAG in tags:
             continue
+        parameters_seen = parameters_seen or "parameters" in tags
         if not tags & SETUP_TAGS:
-            break
+            if parameters_seen:
+                break
+            continue
         cells.append(cell)
     return cells
 
