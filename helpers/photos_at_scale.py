@@ -1,0 +1,422 @@
+"""Notebook 05's own helpers: its parameters resolved for this machine, the check that three
+loaders deliver the same labels, channels and normalization, a copy of the photos with one JPEG
+cut short, the planned work, the goals and the record, and the sentences of its answer, each
+generated from the harness's results (``helpers.harness.Results``) and worded by its interval
+(``helpers.benchmarking.versus``).
+
+The DALI calls, the loaders and the training step stay in the notebook, where the reader sees
+them; nothing here imports DALI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+from typing import NamedTuple
+
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import ratio
+from helpers.benchmarking import versus
+from helpers.data_sources import DataSourceError
+from helpers.data_sources import check_decodable
+from helpers.data_sources import check_image_folder
+from helpers.data_sources import locate_photos
+from helpers.devices import resolve_device
+from helpers.devices import torch_device
+from helpers.harness import Results
+from helpers.parameters import ParameterError
+from helpers.parameters import at_least
+from helpers.parameters import positive_ints
+from helpers.paths import relative
+
+# The goals, stated for an NVIDIA H200: (model or None, numerator role, denominator role, target).
+# tools/findings.py reads the ResNet-50 ones and the CPU-time one by these names.
+GOALS = {
+    "ResNet-50: best dynamic / ceiling": ("resnet50", "best dynamic mode", "ceiling", 0.97),
+    "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", "best dynamic mode",
+                                                            "pipeline mode, same knobs", 0.97),
+    "ResNet-50: best dynamic / best DataLoader": ("resnet50", "best dynamic mode", "best DataLoader", 1.8),
+    "ResNet-18: best dynamic / pipeline mode, same knobs": ("resnet18", "best dynamic mode",
+                                                            "pipeline mode, same knobs", 0.97),
+    "ResNet-18: best dynamic / best DataLoader": ("resnet18", "best dynamic mode", "best DataLoader", 2.5),
+    "alone: best capture / pipeline mode, same knobs": (None, "best dynamic mode",
+                                                        "pipeline mode, same knobs", 0.95),
+}
+CPU_GOAL = "cpu: DataLoader / dynamic mode, CPU time per image"
+CPU_TARGET = 3.0
+SHORT = {"resnet50": "ResNet-50", "resnet18": "ResNet-18"}
+
+
+class Settings(NamedTuple):
+    """The resolved parameters, in the order the notebook's set-up unpacks them."""
+
+    device: str
+    on_gpu: bool
+    decode: str  # where DALI decodes: "gpu" or "cpu"
+    cores: int
+    model_device: str
+    photos: int
+    image_size: int
+    batch_size: int
+    models: list[str]
+    alone_epochs: int
+    most_trials: int
+    dataloader_workers: list[int]
+    thread_counts: list[int]
+    train_dir: Path
+    val_dir: Path
+    classes: list[str]
+
+
+def resolve_parameters(given: Mapping[str, Any]) -> Settings:
+    """The notebook's parameters (its ``globals()``) with every ``None`` replaced by this machine's
+    default (the first value of the parameters cell's comments on a GPU, the second on a CPU),
+    each checked (a ParameterError names the first bad one), and the photos found: the embedded
+    set, built on first use, or ``image_dir`` (its files' headers checked, the rate printed).
+    Returns them in the order of :class:`Settings`."""
+    device = resolve_device(given["device"])
+    on_gpu = device == "gpu"
+    cores = os.cpu_count() or 1
+    p = {name: given[name] for name in ("photos", "image_size", "batch_size", "alone_epochs", "fed_epochs",
+                                        "threads", "selection_trials", "trials", "most_trials")}
+    for name, gpu, cpu in (("photos", 4096, 128), ("image_size", 224, 64), ("batch_size", 256, 32),
+                           ("alone_epochs", 2, 4)):
+        p[name] = p[name] or (gpu if on_gpu else cpu)
+    p["most_trials"] = p["most_trials"] or (12 if on_gpu else p["trials"])
+    at_least(p, dict.fromkeys(p, 1) | {"trials": (2, "a 95% interval needs two rounds")})
+    p["most_trials"] = max(p["trials"], p["most_trials"])
+    models = given["models"] or (["resnet50", "resnet18"] if on_gpu else ["resnet18"])
+    for name in models:
+        if name not in SHORT:
+            raise ParameterError(f"models: {name!r} is not one this notebook trains; try resnet18 or "
+                                 "resnet50")
+    if not 0 < given["precision"] < 1:
+        raise ParameterError("precision: a fraction between 0 and 1 (0.02 for +-2%), not "
+                             f"{given['precision']!r}")
+    workers = positive_ints("dataloader_workers", given["dataloader_workers"]
+                            or sorted({max(1, cores // 4), max(1, cores // 2), cores}))
+    threads = positive_ints("thread_counts", given["thread_counts"])
+    train, val, classes = _folders(given["image_dir"], p["photos"], p["batch_size"], p["image_size"], on_gpu)
+    print(f"device {device}: {len(classes)} classes, crops of {p['image_size']}x{p['image_size']}, "
+          f"batches of {p['batch_size']}; models {', '.join(SHORT[m] for m in models)}")
+    return Settings(device, on_gpu, device, cores, torch_device(device), p["photos"], p["image_size"],
+                    p["batch_size"], models, p["alone_epochs"], p["most_trials"], workers, threads, train,
+                    val, classes)
+
+
+def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
+             on_gpu: bool) -> tuple[Path, Path, list[str]]:
+    if image_dir is None:
+        found = locate_photos(photos, verbose=False)
+        print(f"photos: {found.size:,} training and {found.val_size:,} validation JPEGs of the embedded set")
+        return found.train, found.val, list(found.classes)
+    root = Path(image_dir).expanduser()
+    train = root / "train" if (root / "train").is_dir() else root
+    val = root / "val" if (root / "val").is_dir() else train
+    started = time.perf_counter()
+    folder = check_image_folder(train, decode_up_to=0)  # headers only: a decode of every file takes long
+    took = time.perf_counter() - started
+    print(f"checked the headers of {len(folder.files):,} files in {took:.1f} s "
+          f"({1e6 * took / len(folder.files):.0f} µs a file)")
+    folder.check_batch_size(batch_size)
+    staged_gib = len(folder.files) * 3 * image_size**2 * 4 / 2**30  # the ceiling keeps an epoch in memory
+    if staged_gib > (limit := 16.0 if on_gpu else 4.0):
+        raise ParameterError(
+            f"image_dir: the ceiling keeps one epoch of its {len(folder.files):,} training images in memory "
+            f"({staged_gib:,.0f} GiB at {image_size}px), more than the {limit:.0f} GiB this notebook allows: "
+            "pass a subset of your train/, or a smaller image_size")
+    if val != train:
+        check_image_folder(val, decode_up_to=0)
+    return train, val, folder.classes
+
+
+RECORDED = ("device", "photos", "epoch_images", "image_size", "batch_size", "models", "alone_epochs",
+            "fed_epochs", "threads", "thread_counts", "hw_decoder_loads", "dataloader_workers",
+            "selection_trials", "trials", "most_trials", "precision", "seed")
+
+
+def recorded_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters the record keeps, as resolved (the notebook's ``globals()``); ``image_dir``
+    relative to the checkout or the home folder (``helpers.paths.relative``)."""
+    image_dir = given["image_dir"]
+    return {name: given[name] for name in RECORDED} | {"image_dir": image_dir and relative(str(image_dir))}
+
+
+def planned(ways: int, selection_trials: int, most_trials: int, alone_ways: int, alone_epochs: int,
+            fed_ways: int, fed_epochs: int, models: Sequence[str], epoch_images: int) -> str:
+    """The work the measurements will do at most, in epochs and images, before any timing."""
+    selection = ways * (1 + selection_trials)  # a warm-up epoch each, then the rounds
+    alone = alone_ways * (1 + most_trials * alone_epochs)
+    fed = len(models) * (1 + fed_ways * most_trials * fed_epochs)  # + the model's warm-up epoch
+    total = selection + alone + fed
+    return (f"planned, at most: {selection} epochs choosing knobs ({ways} ways), {alone} alone ({alone_ways} "
+            f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} epochs of "
+            f"{epoch_images:,} images, {total * epoch_images:,} images")
+
+
+def first_batch(loader: Any) -> tuple[Any, Any]:
+    """The first ``(images, labels)`` of one whole epoch of ``loader`` (a capture loop is never
+    left early), copied to the host; the loader is closed."""
+    kept = None
+    for images, labels in loader.epoch():
+        if kept is None:
+            kept = images.detach().float().cpu().clone(), labels.cpu().clone()
+    loader.close()
+    if kept is None:
+        raise RuntimeError("the loader gave no batch")
+    return kept
+
+
+@dataclass
+class Agreement:
+    """Loaders' first validation batches against a reference's: labels, and pixel differences in
+    0-255 levels (mean, largest, largest difference of a channel's mean), with the DataLoader's
+    channels reversed as a yardstick of what a channel swap does."""
+
+    rows: dict[str, dict[str, Any]]
+    count: int
+
+    @property
+    def labels_agree(self) -> bool:
+        return all(r["labels_equal"] for r in self.rows.values())
+
+    @property
+    def pixels_agree(self) -> bool:  # the same operators: within a level; torchvision's: 2 levels a channel
+        return self.rows["pipeline mode"]["mean_levels"] <= 1.0 and \
+            self.rows["DataLoader"]["channel_mean_levels"] <= 2.0
+
+    @property
+    def channels_visible(self) -> bool:
+        return self.rows["DataLoader, channels reversed (BGR)"]["mean_levels"] > \
+            3 * self.rows["DataLoader"]["mean_levels"]
+
+    def __str__(self) -> str:
+        return (f"the first {self.count} validation images against dynamic mode's: labels agree: "
+                f"{self.labels_agree}; pixels within the bounds: {self.pixels_agree}; a channel swap "
+                f"stands out: {self.channels_visible}")
+
+    def table(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).T
+
+    def as_record(self) -> dict[str, Any]:
+        return {"rows": self.rows, "count": self.count, "labels_agree": self.labels_agree,
+                "pixels_agree": self.pixels_agree, "channels_visible": self.channels_visible}
+
+
+def agreement(reference: tuple[Any, Any], pipeline: tuple[Any, Any], dataloader: tuple[Any, Any],
+              std: Sequence[float]) -> Agreement:
+    """Dynamic mode's batch (``reference``) against pipeline mode's and the DataLoader's (NCHW
+    float tensors normalized by ``std``, labels), over the images all three hold."""
+    import torch
+
+    count = min(len(b[1]) for b in (reference, pipeline, dataloader))
+    scale = torch.tensor(list(std)).view(1, 3, 1, 1)
+    ref_images, ref_labels = reference[0][:count], reference[1][:count]
+    others = {"pipeline mode": pipeline, "DataLoader": dataloader,
+              "DataLoader, channels reversed (BGR)": (dataloader[0].flip(1), dataloader[1])}
+    rows = {}
+    for name, (images, labels) in others.items():
+        difference = (images[:count] - ref_images) * scale
+        rows[name] = {"labels_equal": bool(torch.equal(labels[:count], ref_labels)),
+                      "mean_levels": round(float(difference.abs().mean()), 3),
+                      "max_levels": round(float(difference.abs().max()), 1),
+                      "channel_mean_levels": round(float(difference.mean(dim=(0, 2, 3)).abs().max()), 3)}
+    return Agreement(rows, count)
+
+
+@dataclass
+class TruncatedCopy:
+    """A copy of some class folders of photos with the first JPEG of the first class cut in half,
+    in a temporary folder (``remove()`` deletes it). ``failed`` keeps what DALI said when a batch
+    failed and what ``check_decodable`` says of that batch's files."""
+
+    root: Path
+    victim: Path
+    dali_says: dict[str, str] = field(default_factory=dict)
+    message: str | None = None
+
+    @classmethod
+    def of(cls, folder: Path, classes: Sequence[str]) -> TruncatedCopy:
+        root = Path(tempfile.mkdtemp(prefix="nb05-"))
+        for name in classes:
+            shutil.copytree(Path(folder) / name, root / name)
+        victim = sorted((root / classes[0]).iterdir())[0]
+        victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+        return cls(root, victim)
+
+    def _portable(self, text: str) -> str:
+        return text.replace(str(self.root), "<copy>")
+
+    def failed(self, decode: str, error: BaseException, files: Sequence[Path]) -> None:
+        """A batch failed decoding on ``decode``: DALI's innermost error, then the file check."""
+        while error.__cause__ or error.__context__:
+            error = error.__cause__ or error.__context__
+        self.dali_says[decode] = self._portable(f"{type(error).__name__}: {error}")
+        try:
+            check_decodable(files)
+        except DataSourceError as found:
+            self.message = self._portable(str(found))
+
+    @property
+    def named(self) -> bool:
+        victim = f"<copy>/{self.victim.parent.name}/{self.victim.name}"
+        return self.message is not None and victim in self.message
+
+    def report(self, decoders: Sequence[str]) -> str:
+        """What each decoder said (a decoder that failed no batch: "no error"), and the file check."""
+        for d in decoders:
+            self.dali_says.setdefault(d, "no error: the decoder returned an image for every file")
+        said = [f"DALI, decoding on the {d}: {self.dali_says[d]}" for d in decoders]
+        return "\n".join([*said, f"check_decodable on the failed batch: {self.message or 'no batch failed'}"])
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def as_record(self) -> dict[str, Any]:
+        return {"named": self.named, "message": self.message, "dali_says": self.dali_says}
+
+
+def cpu_per_1000(results: Results, name: str) -> list[float]:
+    """CPU seconds per 1,000 images of each of the way's trials (this process and its workers)."""
+    return [1000 * t["cpu_s"] / t["samples"] for t in (t.as_dict() for t in results.trials[name])]
+
+
+def goals(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Every goal whose model ran: its ratio of the confirmation rounds (``Results.ratio``), its
+    interval and verdict; the CPU-time goal from the trials' CPU time."""
+    found = {}
+    for name, (model, a, b, target) in GOALS.items():
+        results = alone if model is None else fed.get(model)
+        if results is not None:
+            found[name] = results.ratio(roles[a], roles[b]).goal(target)
+    found[CPU_GOAL] = ratio(cpu_per_1000(alone, roles["best DataLoader"]),
+                            cpu_per_1000(alone, roles["best dynamic mode"])).goal(CPU_TARGET)
+    return found
+
+
+def headline(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
+             found: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """The figures a reader compares (the metadata's ``dali_tutorials.headline`` labels them)."""
+    figures = {"dataloader_alone_img_s": alone.estimate(roles["best DataLoader"])[0],
+               "same_knobs_alone_img_s": alone.estimate(roles["pipeline mode, same knobs"])[0],
+               "pipeline_alone_img_s": alone.estimate(roles["best pipeline mode"])[0],
+               "capture_alone_img_s": alone.estimate(roles["best dynamic mode"])[0]}
+    for model, results in fed.items():
+        for key, role in (("ceiling", "ceiling"), ("best_dynamic", "best dynamic mode"),
+                          ("best_pipeline", "best pipeline mode"), ("dataloader", "best DataLoader")):
+            figures[f"{model}_{key}_img_s"] = results.estimate(roles[role])[0]
+    same = "best dynamic / pipeline mode, same knobs"
+    for key, goal in (("resnet50_dynamic_over_ceiling", "ResNet-50: best dynamic / ceiling"),
+                      ("resnet50_dynamic_over_same_knobs", f"ResNet-50: {same}"),
+                      ("resnet50_dynamic_over_dataloader", "ResNet-50: best dynamic / best DataLoader"),
+                      ("resnet18_dynamic_over_same_knobs", f"ResNet-18: {same}"),
+                      ("capture_over_same_knobs_alone", "alone: best capture / pipeline mode, same knobs"),
+                      ("resnet18_dynamic_over_dataloader", "ResNet-18: best dynamic / best DataLoader"),
+                      ("cpu_dataloader_over_dynamic", CPU_GOAL)):
+        if goal in found:
+            figures[key] = found[goal]["ratio"]
+    return figures
+
+
+def _r(r: Ratio) -> dict[str, Any]:
+    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
+
+
+def reported(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) -> dict[str, Ratio]:
+    """The other ratios the answer states, by name."""
+    dynamic = roles["best dynamic mode"]
+    found = {"alone: capture / eager": alone.ratio(dynamic, roles["eager"]),
+             "alone: capture / best DataLoader": alone.ratio(dynamic, roles["best DataLoader"])}
+    for model, results in fed.items():
+        for role in ("best pipeline mode", "best DataLoader"):
+            found[f"{model}: {role} / ceiling"] = results.ratio(roles[role], roles["ceiling"])
+    return found
+
+
+def record(selection: Results, alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
+           picks: Mapping[str, Any], knobs: Mapping[str, Any], *, captured: Mapping[str, Any] | None = None,
+           **checks: Any) -> tuple[dict, dict]:
+    """The notebook's results (every trial of every run, the picks, the goals, the other ratios,
+    the operators each capture loop's guard saw captured (``captured``: name -> ``CaptureGuard``),
+    and ``checks``: each an object with ``as_record()`` or a plain value) and its headline."""
+    found = goals(alone, fed, roles)
+    results = {"selection": selection.as_record(), "alone": alone.as_record(),
+               "fed": {m: r.as_record() for m, r in fed.items()}, "roles": dict(roles), "knobs": dict(knobs),
+               "picks": {k: {"best": p.best, "ties": {n: _r(r) for n, r in p.ties.items()}}
+                         for k, p in picks.items()},
+               "goals": found, "reported": {k: _r(r) for k, r in reported(alone, fed, roles).items()},
+               "captured": {name: guard.captured for name, guard in (captured or {}).items()},
+               **{k: v.as_record() if hasattr(v, "as_record") else v for k, v in checks.items()}}
+    return results, headline(alone, fed, roles, found)
+
+
+def _pick_words(results: Results, names: Sequence[str]) -> str:
+    pick = results.pick(names)
+    if pick.clear:
+        return f"`{pick.best}`, ahead of every other by its interval"
+    others = "; ".join(f"`{n}` at {r} of it" for n, r in pick.ties.items())
+    return f"a tie between `{pick.best}` (the highest mean) and {others}"
+
+
+def _busy(results: Results, name: str) -> str:
+    """What NVML read while ``name`` fed the model (nothing where it read nothing: no GPU)."""
+    labels = {"gpu_pct": "a kernel running",
+              "nvjpg_pct": "the JPEG decoders (averaged over their engines) busy"}
+    read = {label: statistics.fmean(v) for key, label in labels.items() if (v := results.values(name, key))}
+    if not read:
+        return ""
+    return " Meanwhile NVML read " + " and ".join(f"{label} {v:.0f}% of the time"
+                                                  for label, v in read.items()) + "."
+
+
+def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
+           corrupt: TruncatedCopy | None = None) -> str:
+    """The conclusion's answer, a Markdown list, every figure and comparison from the results."""
+    dyn, same = roles["best dynamic mode"], roles["pipeline mode, same knobs"]
+    loader = roles["best DataLoader"]
+    lines = []
+    for model, results in fed.items():
+        feeders = [w.name for w in results.ways if w.kind != "ceiling"]
+        lines.append(
+            f"- **{SHORT.get(model, model)}**: fed by dynamic mode (`{dyn}`), training ran at "
+            f"{results.ratio(dyn, roles['ceiling'])} of training alone; dynamic mode was "
+            f"{versus(results.ratio(dyn, same), 'pipeline mode at the same knobs')} and "
+            f"{versus(results.ratio(dyn, loader), f'the best DataLoader (`{loader}`)')}. The fastest "
+            f"feeder: {_pick_words(results, feeders)}.{_busy(results, dyn)}")
+    lines.append(
+        f"- **Alone**, the capture loop was "
+        f"{versus(alone.ratio(dyn, same), 'pipeline mode at the same knobs')}, "
+        f"{versus(alone.ratio(dyn, roles['eager']), 'eager mode')} and "
+        f"{versus(alone.ratio(dyn, loader), 'the best DataLoader')}.")
+    cpu = ratio(cpu_per_1000(alone, loader), cpu_per_1000(alone, dyn))
+    least = min((w.name for w in alone.ways), key=lambda n: statistics.fmean(cpu_per_1000(alone, n)))
+    lines.append(
+        f"- **CPU time per image**, alone: the best DataLoader took "
+        f"{versus(cpu, 'the capture loop', faster='more CPU time than', slower='less CPU time than')}; "
+        f"the least of every row: `{least}`, {statistics.fmean(cpu_per_1000(alone, least)):.2f} s per "
+        "1,000 images.")
+    ready = {label: n for label, results in {"alone": alone, **{f"feeding {SHORT.get(m, m)}": r
+                                                                for m, r in fed.items()}}.items()
+             if (n := max(t.skipped for w in results.ways for t in results.trials[w.name]))}
+    if ready:
+        lines.append("- **Batches ready before the timer** (DALI's run-ahead into the next epoch), handed "
+                     "over untimed and uncounted: at most "
+                     + ", ".join(f"{n} a trial {label}" for label, n in ready.items()) + ".")
+    if corrupt is not None and corrupt.named:
+        lines.append(f"- **A corrupt file**: DALI, decoding on the CPU, failed its whole batch "
+                     f"({corrupt.dali_says.get('cpu', 'no error')}); `check_decodable` named the file.")
+    return "\n".join(lines)
+
+
+__all__ = ["Agreement", "TruncatedCopy", "agreement", "answer", "first_batch", "goals", "headline",
+           "planned", "record", "reported", "resolve_parameters"]

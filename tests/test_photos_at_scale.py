@@ -1,0 +1,130 @@
+"""helpers.photos_at_scale: notebook 05's goals, record and generated answer on small fake runs of
+the harness; its agreement check and its truncated copy on real photos."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.benchmarking import ratio
+from helpers.benchmarking import versus
+from helpers.data_sources import locate_photos
+from helpers.harness import Results
+from helpers.harness import Trial
+from helpers.harness import Way
+from helpers.photos_at_scale import CPU_GOAL
+from helpers.photos_at_scale import TruncatedCopy
+from helpers.photos_at_scale import agreement
+from helpers.photos_at_scale import answer
+from helpers.photos_at_scale import goals
+from helpers.photos_at_scale import planned
+from helpers.photos_at_scale import record
+
+ROLES = {"best DataLoader": "DataLoader, workers 2", "best pipeline mode": "pipeline, threads 4",
+         "pipeline mode, same knobs": "pipeline, threads 4", "best dynamic mode": "capture, threads 4",
+         "eager": "eager, threads 4", "ceiling": "training alone"}
+KINDS = {"DataLoader, workers 2": "DataLoader", "pipeline, threads 4": "pipeline",
+         "capture, threads 4": "capture", "eager, threads 4": "eager", "training alone": "ceiling"}
+
+
+def fake(rates: dict[str, list[float]], *, cpu: dict[str, float] | None = None, ready: int = 0,
+         busy: dict | None = None) -> Results:
+    """A run of ``rates`` (images/s per round) of 100-image trials; pipeline mode with ``ready``
+    batches handed over before each timer."""
+    cpu = cpu or {}
+    ways = [Way(n, lambda: None, kind=KINDS[n]) for n in rates]
+    trials = {n: [Trial(100, 100 / r, 0.1, cpu.get(n, 0.1) * (1 + 0.01 * i), dict(busy or {}), None,
+                        ready if KINDS[n] == "pipeline" else 0) for i, r in enumerate(values)]
+              for n, values in rates.items()}
+    return Results("fake", "images", ways, trials, fed=True)
+
+
+ALONE = fake({"DataLoader, workers 2": [100, 104, 98, 101], "pipeline, threads 4": [300, 310, 305, 296],
+              "capture, threads 4": [302, 309, 301, 300], "eager, threads 4": [150, 149, 155, 151]},
+             cpu={"DataLoader, workers 2": 0.5, "pipeline, threads 4": 0.05, "capture, threads 4": 0.04,
+                  "eager, threads 4": 0.06}, ready=2)
+FED = {"resnet18": fake({"training alone": [50, 51, 50, 49], "DataLoader, workers 2": [30, 31, 29, 30],
+                         "pipeline, threads 4": [45, 46, 45, 44], "capture, threads 4": [40, 41, 40, 39]},
+                        ready=2, busy={"gpu_pct": 80.0, "nvjpg_pct": 30.0})}
+
+
+def test_goals_follow_the_harness_ratios() -> None:
+    found = goals(ALONE, FED, ROLES)
+    assert set(found) == {"ResNet-18: best dynamic / pipeline mode, same knobs",
+                          "ResNet-18: best dynamic / best DataLoader",
+                          "alone: best capture / pipeline mode, same knobs", CPU_GOAL}
+    same = FED["resnet18"].ratio("capture, threads 4", "pipeline, threads 4")
+    assert found["ResNet-18: best dynamic / pipeline mode, same knobs"]["ci95"] == [same.low, same.high]
+    plain = ratio(FED["resnet18"].rates("capture, threads 4"), FED["resnet18"].rates("pipeline, threads 4"))
+    assert (same.low, same.high) == pytest.approx((plain.low, plain.high))
+    assert found[CPU_GOAL]["ratio"] == pytest.approx(12.5, rel=0.01) and found[CPU_GOAL]["verdict"] == "met"
+
+
+def test_the_record_holds_every_run_and_the_headline_its_goals() -> None:
+    selection = fake({"capture, threads 4": [1, 2]})
+    pick = ALONE.pick(["pipeline, threads 4", "capture, threads 4"])
+    results, headline = record(selection, ALONE, FED, ROLES, {"capture": pick}, {"capture, threads 4": {}},
+                               agreement={"rows": {}}, corrupt_file=None)
+    assert set(results["fed"]) == {"resnet18"} and results["agreement"] == {"rows": {}}
+    assert results["picks"]["capture"]["best"] == pick.best and set(results["picks"]["capture"]["ties"]) == \
+        set(pick.ties)
+    assert headline["resnet18_dynamic_over_dataloader"] == results["goals"][
+        "ResNet-18: best dynamic / best DataLoader"]["ratio"]
+    assert headline["capture_alone_img_s"] == pytest.approx(ALONE.estimate("capture, threads 4")[0])
+    assert "resnet50_dynamic_over_ceiling" not in headline  # ResNet-50 did not run
+
+
+def test_the_answer_words_every_comparison_by_its_interval_and_calls_ties_ties() -> None:
+    text = answer(ALONE, FED, ROLES)
+    fed = FED["resnet18"]
+    assert versus(fed.ratio("capture, threads 4", "DataLoader, workers 2"),
+                  "the best DataLoader (`DataLoader, workers 2`)") in text
+    assert versus(ALONE.ratio("capture, threads 4", "eager, threads 4"), "eager mode") in text
+    pick = fed.pick(["DataLoader, workers 2", "pipeline, threads 4", "capture, threads 4"])
+    assert pick.best == "pipeline, threads 4"
+    if pick.clear:
+        assert "`pipeline, threads 4`, ahead of every other by its interval" in text
+    else:
+        assert "a tie between `pipeline, threads 4` (the highest mean)" in text
+    assert "the least of every row: `capture, threads 4`, 0.41 s per 1,000 images" in text
+    assert "at most 2 a trial alone, 2 a trial feeding ResNet-18" in text
+    assert "a kernel running 80% of the time" in text
+    assert "without a GPU" not in text and "corrupt" not in text
+
+
+def test_no_nvml_reading_no_sentence_about_it() -> None:
+    quiet = {"resnet18": fake({n: FED["resnet18"].rates(n) for n in KINDS if n != "eager, threads 4"})}
+    assert "NVML" not in answer(ALONE, quiet, ROLES)
+
+
+def test_the_plan_counts_warm_ups_and_the_most_rounds() -> None:
+    line = planned(6, 2, 7, 5, 2, 5, 1, ["resnet18"], 128)
+    assert line.startswith("planned, at most: 18 epochs choosing knobs (6 ways), 75 alone (5 ways), "
+                           "36 feeding")
+    assert line.endswith("129 epochs of 128 images, 16,512 images")
+
+
+def test_agreement_sees_a_channel_swap_and_different_labels() -> None:
+    images = torch.rand(4, 3, 8, 8)
+    labels = torch.tensor([0, 1, 2, 3])
+    close = (images + 0.001, labels)
+    check = agreement((images, labels), close, close, std=(50.0, 50.0, 50.0))
+    assert check.labels_agree and check.pixels_agree and check.channels_visible and check.count == 4
+    moved = agreement((images, labels), (images, labels.flip(0)), close, std=(50.0, 50.0, 50.0))
+    assert not moved.labels_agree and "labels agree: False" in str(moved)
+
+
+def test_a_truncated_copy_names_its_file(tmp_path) -> None:
+    photos = locate_photos(128, verbose=False)
+    copy = TruncatedCopy.of(photos.val, photos.classes[:1])
+    try:
+        try:
+            raise RuntimeError("outer") from ValueError(f"Failed to decode {copy.root}/x.jpg")
+        except RuntimeError as error:
+            copy.failed("cpu", error, sorted(copy.root.glob("*/*.jpg")))
+        assert copy.dali_says["cpu"] == "ValueError: Failed to decode <copy>/x.jpg"
+        assert copy.named and "is not a readable image" in copy.message
+        assert "DALI, decoding on the gpu: no error" in copy.report(["cpu", "gpu"])
+    finally:
+        copy.remove()
+    assert not copy.root.exists()
