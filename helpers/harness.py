@@ -28,6 +28,7 @@ The method is explained once, on the docs page "How the suite measures"
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -166,7 +167,8 @@ class Results:
         head_a, head_b = self.head_start(a), self.head_start(b)
         if not head_a and not head_b:
             return r
-        return Ratio(r.ratio, r.low * (1 - head_a), r.high / (1 - head_b), r.trials, r.paired)
+        high = r.high / (1 - head_b) if head_b < 1 else math.inf  # b's whole trial may be done ahead
+        return Ratio(r.ratio, r.low * (1 - head_a), high, r.trials, r.paired)
 
     def pick(self, names: Sequence[str] | None = None) -> Pick:
         """The best of ``names`` (every way when None), and those it cannot be told apart from."""

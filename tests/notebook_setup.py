@@ -1,5 +1,5 @@
-"""A notebook's set-up, executed in the test's own process: the code cells from the top up to its
-first lesson, which are its bookkeeping (tagged ``parameters`` or ``hide-input``: the guard, the
+"""A notebook's set-up, executed in the test's own process: the code cells of its bookkeeping up
+to the first lesson after its parameters (tagged ``parameters`` or ``hide-input``: the guard, the
 parameters, the check of their names, the imports, the check of their values).
 
 A refusal of a bad parameter happens there, so a test of one needs no kernel: the cells run as
@@ -24,15 +24,21 @@ SETUP_TAGS = {"parameters", "hide-input"}
 
 
 def setup_cells(notebook: Path) -> list[nbformat.NotebookNode]:
-    """The code cells before the notebook's first lesson (its first code cell of neither tag)."""
-    cells = []
+    """The set-up's code cells: those tagged ``parameters`` or ``hide-input`` from the top up to
+    the first code cell of neither tag after the ``parameters`` cell. A lesson that comes before
+    the parameters (self-contained, the notebook's opening) is not part of it and is left out."""
+    cells: list[nbformat.NotebookNode] = []
+    parameters_seen = False
     for cell in nbformat.read(notebook, as_version=4).cells:
         tags = set(cell.metadata.get("tags", []))
         # a cell an earlier papermill run left: the runner drops it too
         if cell.cell_type != "code" or INJECTED_TAG in tags:
             continue
         if not tags & SETUP_TAGS:
-            break
+            if parameters_seen:
+                break
+            continue  # the opening lesson
+        parameters_seen = parameters_seen or "parameters" in tags
         cells.append(cell)
     return cells
 

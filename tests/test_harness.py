@@ -166,3 +166,15 @@ def test_a_loader_that_runs_ahead_records_its_head_start_and_widens_every_ratio(
     assert results.ratio("cold", "pipeline").high == pytest.approx(
         ratio(results.rates("cold"), results.rates("pipeline")).high / 0.8)
     assert results.table().loc["pipeline", "head start ≤ %"] == 20.0
+
+
+def test_a_head_start_of_a_whole_trial_leaves_the_ratio_unbounded_above(monkeypatch):
+    """An epoch no longer than the loader's run-ahead (a CI-scale run: 2 batches, 2 ahead) may be
+    done before the timer starts: the interval against it has no upper bound."""
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    harness = Harness(say=lambda _: None)
+    ways = [Way("pipeline", lambda: Ahead("p", [], batches=2)), way("cold", [], batches=2)]
+    results = harness.run(ways, 2, label="alone")
+    assert results.head_start("pipeline") == 1.0
+    assert results.ratio("cold", "pipeline").high == float("inf")
+    assert results.ratio("pipeline", "cold").low == 0.0
