@@ -21,14 +21,16 @@ from helpers.caffe2_records import decode_record
 
 
 class LMDBDigits(Dataset):
-    """Sample ``i``: the ``i``-th record of the LMDB at ``path`` as a ``(1, 28, 28)`` ``uint8``
-    tensor and its label, rotated by a random angle in [-7.5, 7.5] degrees when ``augment``
-    (bilinear, like DALI's ``rotate``). With ``with_index`` it also returns ``i``, so that a
-    check can see which records an epoch read."""
+    """Sample ``i``: the ``i``-th record of the LMDB at ``path`` (in key order) as a
+    ``(1, 28, 28)`` ``uint8`` tensor and its label, rotated by a random angle in [-7.5, 7.5]
+    degrees when ``augment`` (bilinear, like DALI's ``rotate``)."""
 
-    def __init__(self, path: str, keys: list[bytes], *, augment: bool = True,
-                 with_index: bool = False) -> None:
-        self.path, self.keys, self.with_index = path, keys, with_index
+    def __init__(self, path: str, *, augment: bool = True) -> None:
+        import lmdb
+
+        self.path = str(path)
+        with lmdb.open(self.path, readonly=True, lock=False) as env, env.begin() as txn:
+            self.keys = list(txn.cursor().iternext(values=False))
         self.rotate = (v2.RandomRotation(7.5, interpolation=v2.InterpolationMode.BILINEAR, fill=0)
                        if augment else None)
         self.env = None  # opened in the worker process that uses it
@@ -47,7 +49,7 @@ class LMDBDigits(Dataset):
         image = image.unsqueeze(0)
         if self.rotate is not None:
             image = self.rotate(image)
-        return (image, record.label, index) if self.with_index else (image, record.label)
+        return image, record.label
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "env": None}  # a worker opens its own handle

@@ -1,28 +1,42 @@
-"""Comparing data loaders that feed one training loop: configurations, the timing of one trial,
-the time split between the data side and the training side, and a compact profile. Notebook
-03 defines the loaders and the training loop; ``helpers.benchmarking`` holds the method
-(interleaved trials, ratios with intervals); this module only names and times configurations.
+"""Notebook 03's comparison of loaders that feed one training loop, on the suite's harness
+(``helpers.harness``): its checked parameters (:func:`plan`), ways named by the knob they turn
+(:func:`way`, :func:`same_knobs`), the knobs' table, the candidates the confirmation measures
+again, the check that every loader delivers the same data, the profile excerpt, and the answer
+in words (:func:`answer`), generated from the confirmation's rounds. The loaders themselves and
+the training step stay in the notebook, where the reader sees them.
 """
 
 from __future__ import annotations
 
 import cProfile
 import pstats
-import time
+import tempfile
 from collections.abc import Callable
-from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import asdict
 from dataclasses import dataclass
+from dataclasses import field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-Batches = Iterable[tuple[Any, Any]]  # (images, targets) torch tensors, one loader batch each
-EpochFn = Callable[[], Batches]  # a fresh iterable over one epoch
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import versus
+from helpers.harness import Pick
+from helpers.harness import Results
+from helpers.harness import Way
+from helpers.parameters import ParameterError
+
+PIPELINE_KNOBS = ("decode", "threads", "hw_decoder_load")  # what pipeline mode shares with dynamic mode
+GREY_LEVEL = 1 / (0.3081 * 255)  # one grey level, after MNIST's normalization
 
 
 @dataclass(frozen=True)
 class Config:
-    """One way of feeding the training loop. ``batch`` is what the loader delivers per call;
-    every optimizer step trains on 64 samples (a larger batch is split into micro-batches)."""
+    """One way of feeding a training loop, named by what differs from the default (notebook 05
+    names its configurations with it). ``batch`` is what the loader delivers per call."""
 
     loader: str  # "eager", "capture", "pipeline", "dataloader", "ceiling", "nodes"
     batch: int = 64
@@ -51,51 +65,244 @@ class Config:
         return {**asdict(self), "name": self.name}
 
 
-def time_epochs(epoch: EpochFn, train: Callable[[Batches], tuple[int, float]], *,
-                warmup: int, timed: int) -> dict[str, Any]:
-    """One trial: ``warmup`` untimed epochs, then ``timed`` epochs through ``train`` (which
-    returns samples and the last loss, and synchronizes the device before returning). The
-    trial's rate is the timed samples over the timed seconds: a fixed amount of work."""
-    rates: list[float] = []
-    samples_total, seconds_total = 0, 0.0
-    loss = float("nan")
-    for index in range(warmup + timed):
-        start = time.perf_counter()
-        samples, loss = train(epoch())
-        seconds = time.perf_counter() - start
-        if index >= warmup:
-            rates.append(samples / seconds)
-            samples_total += samples
-            seconds_total += seconds
-    return {"samples_per_s": samples_total / seconds_total, "epoch_samples_per_s": rates,
-            "timed_samples": samples_total, "final_loss": loss}
+@dataclass
+class Plan:
+    """Notebook 03's parameters, checked, and the data it reads: the first ``records`` records
+    of the LMDB copied to a folder of their own (``data_path``), a whole number of the largest
+    loader batch, so that every epoch of every loader reads each of them once."""
+
+    device: str
+    source: str  # the LMDB the records come from, as printed
+    source_records: int
+    records: int  # per epoch
+    data_path: str
+    batch_sizes: list[int]
+    thread_counts: list[int]
+    workers: list[int]
+    folder: Any = None  # the TemporaryDirectory that holds data_path
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device == "gpu"
+
+    @property
+    def step_batch(self) -> int:
+        """The optimizer's batch: the first loader batch size."""
+        return self.batch_sizes[0]
+
+    @property
+    def big(self) -> int:
+        return max(self.batch_sizes)
+
+    def __str__(self) -> str:
+        return (f"{self.records:,} records per epoch (the first of {self.source_records:,} in "
+                f"{self.source}); device {self.device}; loader batches {self.batch_sizes}, "
+                f"optimizer steps of {self.step_batch}; DataLoader workers tried: {self.workers}")
 
 
-def time_split(batches: Batches, train_batch: Callable[[Any, Any], Any],
-               synchronize: Callable[[], None], step: int) -> dict[str, float]:
-    """One epoch with the data side and the training side timed apart: the clock stops after
-    the loader has delivered a batch (device synchronized) and after the batch is trained on
-    (synchronized again). The synchronizations remove the overlap that the plain loop has, so
-    this epoch is for the split, not for the throughput. Times are per ``step`` samples."""
-    data_s = train_s = 0.0
-    samples = 0
-    iterator = iter(batches)
-    while True:
-        start = time.perf_counter()
-        try:
-            images, targets = next(iterator)
-        except StopIteration:
-            break
-        synchronize()
-        fetched = time.perf_counter()
-        train_batch(images, targets)
-        synchronize()
-        data_s += fetched - start
-        train_s += time.perf_counter() - fetched
-        samples += int(targets.shape[0])
-    per_step = step / samples * 1e3
-    return {"data_ms_per_step": data_s * per_step, "train_ms_per_step": train_s * per_step,
-            "samples": samples}
+def plan(*, data_path: str | None, device: str, records: int | None, batch_sizes: Any,
+         thread_counts: Any, dataloader_workers: Any, counts: Mapping[str, Any]) -> Plan:
+    """Checks notebook 03's parameters (``counts``: the ones that must be at least 1) and copies
+    an epoch's records; raises a ``ParameterError`` that names a bad value and what to do."""
+    import os
+
+    from helpers.data_sources import locate_data
+    from helpers.devices import resolve_device
+    from helpers.lmdb_subset import first_records
+    from helpers.lmdb_subset import record_count
+    from helpers.parameters import at_least
+    from helpers.parameters import positive_ints
+    from helpers.paths import relative
+
+    source = str(data_path or locate_data(verbose=False).mnist_training)
+    device = resolve_device(device)
+    records = records or (15360 if device == "gpu" else 4096)
+    at_least({**counts, "records": records}, dict.fromkeys([*counts, "records"], 1))
+    batch_sizes = positive_ints("batch_sizes", batch_sizes)
+    cores = os.cpu_count() or 1
+    workers = positive_ints("dataloader_workers", dataloader_workers
+                            or sorted({max(1, cores // 4), max(1, cores // 2), cores}))
+    if any(b % batch_sizes[0] for b in batch_sizes):
+        raise ParameterError(f"batch_sizes {batch_sizes}: every loader batch size must be a multiple "
+                             f"of the first ({batch_sizes[0]}), the optimizer's batch")
+    available = record_count(source)
+    epoch = min(records, available) // max(batch_sizes) * max(batch_sizes)
+    if epoch == 0:
+        raise ParameterError(f"the largest loader batch ({max(batch_sizes)}) is larger than the "
+                             f"{min(records, available)} records an epoch can read ({available} in "
+                             f"{relative(source)}): lower batch_sizes")
+    folder = tempfile.TemporaryDirectory(prefix="nb03-")
+    subset = str(first_records(source, Path(folder.name) / "training", epoch))
+    return Plan(device, relative(source), available, epoch, subset, batch_sizes,
+                positive_ints("thread_counts", thread_counts), workers, folder)
+
+
+@dataclass(frozen=True)
+class LoaderWay(Way):
+    """A way that builds its loader as ``make(batch, **options)``; ``against`` names the way it
+    differs from by its knob alone (None: none does)."""
+
+    batch: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    against: str | None = None
+
+
+def _in_background(make: Callable[[], Any]) -> Any:
+    from helpers.loaders import InBackground
+
+    return InBackground(make())
+
+
+def way(kind: str, batch: int, make: Callable[..., Any], knob: str, *, against: Way | None = None,
+        background: bool = False, **options: Any) -> LoaderWay:
+    """The way ``"<kind> b<batch> <option>=<value> ..."``, whose loader is ``make(batch,
+    **options)``, on one background thread (``helpers.loaders.InBackground``) when
+    ``background``."""
+    shown = [f"{k}={v}" for k, v in options.items()] + (["background thread"] if background else [])
+    build = partial(make, batch, **options)
+    return LoaderWay(" ".join([kind, f"b{batch}", *shown]),
+                     partial(_in_background, build) if background else build, kind, knob,
+                     batch, dict(options, **({"background": True} if background else {})),
+                     against.name if against is not None else None)
+
+
+def same_knobs(of: LoaderWay, make: Callable[..., Any]) -> LoaderWay:
+    """Pipeline mode (``make``, as ``way`` calls it) at a dynamic-mode way's batch size and the
+    knobs the two modes share (``PIPELINE_KNOBS``): like for like."""
+    shared = {k: v for k, v in of.options.items() if k in PIPELINE_KNOBS}
+    return way("pipeline", of.batch, make, f"the knobs of {of.name}", **shared)
+
+
+def best(results: Results, names: Sequence[str], count: int) -> list[str]:
+    """The ``count`` of ``names`` with the highest rates (geometric means) in ``results``."""
+    return sorted(names, key=lambda n: results.estimate(n)[0], reverse=True)[:count]
+
+
+def knob_table(results: Results) -> Any:
+    """A row per way that turns a knob: its rate over the way without it (``against``), paired by
+    round, with the 95% interval (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = [{"knob": w.knob, "way": w.name, "against": w.against,
+             "ratio [95% interval]": str(results.ratio(w.name, w.against))}
+            for w in results.ways if getattr(w, "against", None)]
+    return pd.DataFrame(rows).set_index("way")
+
+
+def first_batches(loader: Any, count: int) -> list[tuple[Any, Any]]:
+    """The first ``count`` batches of one whole epoch of ``loader`` (a capture loop is never
+    left early), copied to the CPU; the loader is closed."""
+    kept = []
+    for images, labels in loader.epoch():
+        if len(kept) < count:
+            kept.append((images.cpu().clone(), labels.cpu().clone()))
+    loader.close()
+    return kept
+
+
+def same_data(loaders: Mapping[str, Any], count: int) -> Any:
+    """Each loader's first ``count`` batches against the first loader's: whether the labels are
+    equal, the pixels bit for bit, and the largest pixel difference in grey levels (a pandas
+    DataFrame, a row per loader after the first)."""
+    import pandas as pd
+    import torch
+
+    batches = {name: first_batches(loader, count) for name, loader in loaders.items()}
+    reference, *others = batches
+    rows = {}
+    for name in others:
+        pairs = list(zip(batches[name], batches[reference], strict=True))
+        labels = all(torch.equal(a[1], b[1]) for a, b in pairs)
+        difference = max(float((a[0] - b[0]).abs().max()) for a, b in pairs)
+        rows[f"{name} / {reference}"] = {"labels equal": labels, "bit equal": labels and difference == 0.0,
+                                         "most grey levels apart": round(difference / GREY_LEVEL, 4),
+                                         "batches": len(pairs)}
+    return pd.DataFrame(rows).T
+
+
+def _rate(results: Results, name: str) -> str:
+    estimate, low, high = rate_interval(results.rates(name))
+    return f"{estimate:,.0f} {results.unit}/s [{low:,.0f}-{high:,.0f}]"
+
+
+def _pick_words(results: Results, pick: Pick) -> str:
+    best = f"`{pick.best}`, {_rate(results, pick.best)}"
+    if pick.clear:
+        return f"{best}, ahead of the other candidates by its interval"
+    tied = ", ".join(f"`{name}` ({r} of it)" for name, r in pick.ties.items())
+    return f"{best}, the highest rate but tied by the interval with {tied}"
+
+
+def which_mode(dynamic_over_pipeline: Ratio) -> str:
+    """What the interval of dynamic mode over pipeline mode at the same knobs says to pick."""
+    if dynamic_over_pipeline.high < 1:
+        return "pipeline mode, unless you need dynamic mode's Python loop"
+    if dynamic_over_pipeline.low > 1:
+        return "dynamic mode"
+    return "either, by the code you prefer: these rounds cannot tell the two modes apart"
+
+
+def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str, str]) -> str:
+    """The conclusion in Markdown, from the confirmation's rounds: the best of each kind (or the
+    tie), dynamic mode against pipeline mode at the same knobs, against the best DataLoader and
+    against training alone at its batch size (``references``: ``"same knobs"``, ``"ceiling"``
+    and ``"pipeline default"`` name the ways), and which mode to pick."""
+    dynamic, loader = picks["dynamic"].best, picks["dataloader"].best
+    same = results.ratio(dynamic, references["same knobs"])
+    return "\n".join([
+        f"- **Dynamic mode** at its best: {_pick_words(results, picks['dynamic'])}. It was "
+        f"{versus(same, 'pipeline mode at the same knobs')}, "
+        f"{versus(results.ratio(dynamic, loader), 'the best DataLoader')}, and reached "
+        f"{results.ratio(dynamic, references['ceiling'])} of training alone at its batch size.",
+        f"- **Pipeline mode** at its best: {_pick_words(results, picks['pipeline'])}; at its defaults "
+        f"(`{references['pipeline default']}`) {_rate(results, references['pipeline default'])}.",
+        f"- **The DataLoader** at its best: {_pick_words(results, picks['dataloader'])}.",
+        f"- **Pick** for this light model: {which_mode(same)}.",
+    ])
+
+
+def batch_series(results: Results, kinds: Sequence[str]) -> dict[str, list[tuple[int, float, float, float]]]:
+    """Each kind's ways of the knob ``"batch size"``: ``(batch, rate, low, high)``, the rate with its
+    95% interval, for ``helpers.loader_charts.crossover``."""
+    return {kind: [(w.batch, *rate_interval(results.rates(w.name))) for w in results.ways
+                   if w.kind == kind and w.knob == "batch size"] for kind in kinds}
+
+
+def guards(loaders: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``CaptureGuard`` of every capture loop among ``loaders`` (a harness's, by way name),
+    on a background thread too (``InBackground`` runs another loader)."""
+    inner = {name: getattr(loader, "loader", loader) for name, loader in loaders.items()}
+    return {name: loader.guard for name, loader in inner.items() if getattr(loader, "capture", False) is True}
+
+
+HEADLINE_GOALS = {"best_over_pipeline": "best dynamic / pipeline mode default",
+                  "best_over_dataloader": "best dynamic / best DataLoader",
+                  "best_over_same_knobs_pipeline": "best dynamic / pipeline mode, same knobs",
+                  "best_over_ceiling": "best dynamic / ceiling"}
+
+
+def record(knobs: Results, confirmation: Results, picks: Mapping[str, Pick], references: Mapping[str, str],
+           goals: Mapping[str, dict[str, Any]], **more: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """What notebook 03 saves: ``(results, headline)``. ``results`` holds every trial of both runs,
+    the picks (with their ties), the reference ways, the goals and ``more``; ``headline`` the
+    confirmation's rates (geometric means) and the goals' ratios."""
+    def rate(name: str) -> float:
+        return confirmation.estimate(name)[0]
+
+    headline = {"eager_samples_per_s": rate(references["eager"]),
+                "capture_samples_per_s": rate(references["capture"]),
+                "pipeline_default_samples_per_s": rate(references["pipeline default"]),
+                "dataloader_samples_per_s": rate(picks["dataloader"].best),
+                "ceiling_samples_per_s": rate(references["ceiling"]),
+                "best_dynamic_samples_per_s": rate(picks["dynamic"].best),
+                "best_pipeline_samples_per_s": rate(picks["pipeline"].best),
+                **{key: goals[goal]["ratio"] for key, goal in HEADLINE_GOALS.items()}}
+    results = {"knobs": knobs.as_record(), "confirmation": confirmation.as_record(),
+               "picks": {kind: {"best": p.best, "ties": {n: {"ratio": r.ratio, "ci95": [r.low, r.high]}
+                                                         for n, r in p.ties.items()}}
+                         for kind, p in picks.items()},
+               "references": dict(references), "goals": dict(goals), **more}
+    return results, headline
 
 
 def _short(function: tuple[str, int, str]) -> str:
@@ -126,7 +333,8 @@ def _package(function: tuple[str, int, str]) -> str:
 
 def profile_top(run: Callable[[], Any], steps: int, top: int = 8) -> dict[str, Any]:
     """cProfile ``run`` and return its ``top`` functions by own time (in microseconds per step
-    of ``steps``) and the own time grouped by package: a compact, printable excerpt."""
+    of ``steps``) and the own time grouped by package: a compact, printable excerpt. cProfile
+    sees the calls of the thread that runs ``run`` only, never another thread's."""
     profiler = cProfile.Profile()
     profiler.enable()
     try:

@@ -78,6 +78,13 @@ class Staged:
     def __init__(self, batches: Sequence[Batch]) -> None:
         self.batches = list(batches)
 
+    @classmethod
+    def epoch_of(cls, loader: Any) -> Staged:
+        """One whole epoch of ``loader``, copied and kept on its device; the loader is closed."""
+        batches = [(images.clone(), labels.clone()) for images, labels in loader.epoch()]
+        loader.close()
+        return cls(batches)
+
     def epoch(self) -> Iterator[Batch]:
         return iter(self.batches)
 

@@ -17,6 +17,7 @@ from test_nb01 import check_ratios as check_nb01_ratios
 from test_nb02 import check_capture_over_eager as check_nb02_ratio
 from test_nb02 import check_placement as check_nb02_placement
 from test_nb03 import check_goals as check_nb03_goals
+from test_nb03 import check_picks as check_nb03_picks
 from test_nb05 import GOALS as NB05_GOALS
 from test_nb05 import check_fully_captured
 from test_nb05 import check_goals as check_nb05_goals
@@ -166,12 +167,12 @@ def test_gpu_run_measured_the_gpu_knobs_and_judged_the_goals(gpu_results: Result
     document = gpu_results(NB03)
     results, parameters = document.results, document.parameters
     assert document.machine["gpu"] and parameters["device"] == "gpu"
-    knobs = {c["knob"] for c in results["selection"]["configs"].values()}
-    assert {"hw_decoder_load", "threads", "batch size and decoding",
-            "DataLoader workers and batch size"} <= knobs
+    knobs = {w["knob"] for w in results["knobs"]["ways"].values()}
+    assert {"hw_decoder_load", "decoding on the CPU", "threads", "batch size", "workers"} <= knobs
     assert parameters["trials"] >= 5
-    assert results["same_records_every_epoch"] is True and results["dali_loaders_bit_equal"] is True
+    assert all(c["labels equal"] and c["most grey levels apart"] <= 1.0 for c in results["same_data"])
     check_nb03_goals(document)
+    check_nb03_picks(document)
 
 
 # --- 05 ---

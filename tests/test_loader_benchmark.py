@@ -1,16 +1,27 @@
-"""helpers.loader_benchmark: the scheduling and timing that notebook 03 relies on."""
+"""helpers.loader_benchmark: notebook 03's ways, tables, checks and generated answer."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 import torch
 
+from helpers.benchmarking import ratio
+from helpers.harness import Results
+from helpers.harness import Trial
 from helpers.loader_benchmark import Config
+from helpers.loader_benchmark import answer
+from helpers.loader_benchmark import batch_series
+from helpers.loader_benchmark import best
+from helpers.loader_benchmark import guards
+from helpers.loader_benchmark import knob_table
 from helpers.loader_benchmark import profile_top
-from helpers.loader_benchmark import time_epochs
-from helpers.loader_benchmark import time_split
+from helpers.loader_benchmark import record
+from helpers.loader_benchmark import same_data
+from helpers.loader_benchmark import same_knobs
+from helpers.loader_benchmark import way
+from helpers.loader_benchmark import which_mode
+from helpers.loaders import InBackground
+from helpers.loaders import Staged
 
 
 def test_config_names_say_what_differs_from_the_default() -> None:
@@ -22,34 +33,141 @@ def test_config_names_say_what_differs_from_the_default() -> None:
         "capture b64 labels-in-torch overlap=thread"
 
 
-
-def test_time_epochs_times_only_the_epochs_after_the_warm_up() -> None:
-    calls = []
-
-    def train(batches):
-        calls.append(list(batches))
-        time.sleep(0.01)
-        return 100, 0.5
-
-    record = time_epochs(lambda: iter([1, 2]), train, warmup=2, timed=3)
-    assert len(calls) == 5 and calls[0] == [1, 2]
-    assert len(record["epoch_samples_per_s"]) == 3 and record["final_loss"] == 0.5
-    assert record["timed_samples"] == 300  # the trial's rate: timed samples over timed seconds
-    assert min(record["epoch_samples_per_s"]) <= record["samples_per_s"] <= max(record["epoch_samples_per_s"])
-    assert all(0 < rate <= 100 / 0.01 for rate in record["epoch_samples_per_s"])
+def make(batch, **options):
+    return ("loader", batch, options)
 
 
-def test_time_split_separates_the_data_side_from_the_training_side() -> None:
-    def slow_batches():
-        for _ in range(4):
-            time.sleep(0.02)
-            yield torch.zeros(64, 1), torch.zeros(64)
+def test_a_way_is_named_by_its_kind_batch_and_options_and_builds_its_loader() -> None:
+    base = way("capture", 1024, make, "batch size")
+    threads = way("capture", 1024, make, "threads", against=base, decode="cpu", threads=8)
+    assert threads.name == "capture b1024 decode=cpu threads=8" and threads.against == base.name
+    assert threads.make() == ("loader", 1024, {"decode": "cpu", "threads": 8})
+    assert (threads.kind, threads.knob, threads.batch) == ("capture", "threads", 1024)
+    background = way("capture", 64, lambda batch: Staged([]), "background thread", background=True)
+    assert background.name == "capture b64 background thread"
+    loader = background.make()
+    assert isinstance(loader, InBackground)
+    loader.close()
 
-    split = time_split(slow_batches(), lambda x, y: time.sleep(0.005), lambda: None, step=64)
-    assert split["samples"] == 256
-    assert split["data_ms_per_step"] >= 19 and 4 <= split["train_ms_per_step"] < 19
+
+def test_same_knobs_keeps_what_pipeline_mode_shares_with_dynamic_mode() -> None:
+    dynamic = way("capture", 1024, make, "labels", decode="cpu", threads=2, labels_in_torch=True)
+    pipeline = same_knobs(dynamic, make)
+    assert pipeline.name == "pipeline b1024 decode=cpu threads=2"
+    assert pipeline.make() == ("loader", 1024, {"decode": "cpu", "threads": 2})
+    assert same_knobs(way("eager", 64, make, "eager mode"), make).name == "pipeline b64"
 
 
+def fake_results(rates: dict, ways: list | None = None, *, ready: dict | None = None) -> Results:
+    """A run whose trials have these rates (samples/s), a way per name unless given; ``ready``:
+    the batches a way had ready before each timer."""
+    ready = ready or {}
+    ways = ways or [way(name.split()[0], int(name.split()[1][1:]), make, "batch size") for name in rates]
+    trials = {n: [Trial(int(r * 10), 10.0, 1.0, 2.0, skipped=ready.get(n, 0)) for r in values]
+              for n, values in rates.items()}
+    return Results("test", "samples", ways, trials, fed=True)
+
+
+RATES = {"capture b64": [100, 110, 105], "capture b1024": [300, 330, 310], "eager b64": [50, 52, 49],
+         "pipeline b64": [200, 190, 210], "pipeline b1024": [400, 420, 410],
+         "dataloader b64": [90, 95, 92], "ceiling b1024": [500, 520, 505]}
+
+
+def test_best_and_the_knob_table_pair_each_way_with_the_one_without_its_knob() -> None:
+    base = way("capture", 64, make, "batch size")
+    ways = [base, way("capture", 1024, make, "batch size", against=base)]
+    results = fake_results({n: RATES[n] for n in ("capture b64", "capture b1024")}, ways)
+    table = knob_table(results)
+    assert list(table.index) == ["capture b1024"]
+    assert table.loc["capture b1024", "ratio [95% interval]"] == str(
+        ratio(RATES["capture b1024"], RATES["capture b64"]))
+    assert best(results, ["capture b64", "capture b1024"], 1) == ["capture b1024"]
+    assert batch_series(results, ["capture"])["capture"][1][0] == 1024
+
+
+@pytest.mark.parametrize("low, high, words", [
+    (0.7, 0.9, "pipeline mode, unless"), (1.1, 1.3, "dynamic mode"), (0.9, 1.1, "either")])
+def test_which_mode_follows_the_interval(low: float, high: float, words: str) -> None:
+    from helpers.benchmarking import Ratio
+
+    assert which_mode(Ratio((low + high) / 2, low, high, 5, True)).startswith(words)
+
+
+def test_the_answer_and_the_record_come_from_the_rounds() -> None:
+    results = fake_results(RATES, ready={"pipeline b1024": 2})
+    picks = {"dynamic": results.pick(["capture b64", "capture b1024", "eager b64"]),
+             "pipeline": results.pick(["pipeline b64", "pipeline b1024"]),
+             "dataloader": results.pick(["dataloader b64"])}
+    references = {"eager": "eager b64", "capture": "capture b64", "pipeline default": "pipeline b64",
+                  "same knobs": "pipeline b1024", "ceiling": "ceiling b1024"}
+    text = answer(results, picks, references)
+    same = results.ratio("capture b1024", "pipeline b1024")
+    assert same == ratio(RATES["capture b1024"], RATES["pipeline b1024"])
+    assert f"slower than pipeline mode at the same knobs ({same})" in text
+    assert "`capture b1024`, 313 samples/s [" in text
+    assert "ahead of the other candidates by its interval" in text
+    assert "pipeline mode, unless you need" in text
+    goals = {name: results.ratio("capture b1024", against).goal(1.0) for name, against in {
+        "best dynamic / pipeline mode default": "pipeline b64",
+        "best dynamic / best DataLoader": "dataloader b64",
+        "best dynamic / pipeline mode, same knobs": "pipeline b1024",
+        "best dynamic / ceiling": "ceiling b1024"}.items()}
+    saved, headline = record(results, results, picks, references, goals, extra=1)
+    assert headline["best_dynamic_samples_per_s"] == pytest.approx(results.estimate("capture b1024")[0])
+    assert headline["best_over_ceiling"] == goals["best dynamic / ceiling"]["ratio"]
+    assert saved["picks"]["dynamic"]["best"] == "capture b1024" and saved["extra"] == 1
+    assert saved["confirmation"]["ways"]["pipeline b1024"]["trials"][0]["skipped"] == 2
+
+
+def test_a_tie_is_called_a_tie() -> None:
+    results = fake_results({"pipeline b64": [200, 190, 210], "pipeline b1024": [205, 185, 212]})
+    words = answer(results, {k: results.pick(["pipeline b64", "pipeline b1024"])
+                             for k in ("dynamic", "pipeline", "dataloader")},
+                   dict.fromkeys(("same knobs", "ceiling", "pipeline default"), "pipeline b64"))
+    assert "the highest rate but tied by the interval with `pipeline b" in words
+
+
+class Batches:
+    def __init__(self, batches, capture=False):
+        self.batches, self.capture, self.closed = batches, capture, False
+        self.guard = "guard"
+
+    def epoch(self):
+        return iter(self.batches)
+
+    def close(self):
+        self.closed = True
+
+
+def test_same_data_compares_each_loader_with_the_first_in_grey_levels() -> None:
+    from helpers.loader_benchmark import GREY_LEVEL
+
+    images, labels = torch.zeros(4, 1, 2, 2), torch.arange(4)
+    shifted = images.clone()
+    shifted[0, 0, 0, 0] = GREY_LEVEL
+    loaders = {"a": Batches([(images, labels)] * 3), "b": Batches([(images.clone(), labels)] * 3),
+               "c": Batches([(shifted, labels)] * 3), "d": Batches([(images, labels + 1)] * 3)}
+    table = same_data(loaders, 2)
+    assert list(table["bit equal"]) == [True, False, False]
+    assert list(table["most grey levels apart"]) == [0.0, 1.0, 0.0]
+    assert list(table["labels equal"]) == [True, True, False] and set(table["batches"]) == {2}
+    assert all(loader.closed for loader in loaders.values())
+
+
+def test_guards_are_those_of_the_capture_loops_on_any_thread() -> None:
+    loaders = {"capture": Batches([], capture=True), "eager": Batches([]), "pipeline": object()}
+    thread = InBackground(Batches([], capture=True))
+    try:
+        assert set(guards({**loaders, "thread": thread})) == {"capture", "thread"}
+    finally:
+        thread.close()
+
+
+def test_staged_keeps_a_copy_of_one_epoch() -> None:
+    source = Batches([(torch.ones(2), torch.zeros(2))])
+    staged = Staged.epoch_of(source)
+    source.batches[0][0].zero_()
+    assert source.closed and torch.equal(next(iter(staged.epoch()))[0], torch.ones(2))
 
 
 def test_profile_top_names_functions_per_step() -> None:

@@ -39,7 +39,6 @@ FIGURES_ALLOWED = {
 }
 # Sentences with a comparative word that state no comparison of two measurements.
 COMPARATIVES_ALLOWED = {
-    "03-feeding-pytorch-fast": ["from the slowest to the fastest trial"],  # a chart's range
     "05-photos-at-scale": ['A note such as "the fastest" stands alone only when'],  # the rule itself
 }
 LEFT_OUT_SECTIONS = ("exercises", "further reading")
