@@ -244,19 +244,25 @@ class Harness:
             self.loaders[way.name] = loader
         return self.loaders[way.name]
 
-    def trial(self, way: Way, *, step: Step | None = None, epochs: int = 1) -> Trial:
+    def trial(self, way: Way, *, step: Step | None = None, epochs: int = 1,
+              step_ready: bool = False) -> Trial:
         """``epochs`` whole epochs of the way's loader, each batch given to ``step`` (when not
         None), timed from a synchronized device to a synchronized device. The batches its loader
         had ready when the trial began (``ahead``: made before the timer) are handed over first,
-        untimed, not counted and not trained on."""
+        untimed and not counted; ``step_ready``: given to ``step`` too, before the timer (for a
+        loop that must train on every batch, such as notebook 02's comparison of eager and capture
+        mode; the loader can then prepare a little during those steps)."""
         loader = self.loader(way)
         ready = ahead_batches(loader)
         batches = iter(loader.epoch())
         too_short = (f"{way.name}: an epoch is no longer than the {ready} batch(es) its loader had "
                      "ready before the timer; give it more data or a smaller batch")
         for _ in range(ready):
-            if next(batches, None) is None:
+            batch = next(batches, None)
+            if batch is None:
                 raise RuntimeError(too_short)
+            if step_ready and step is not None:
+                step(*batch)
         self.synchronize()
         if self.peak_memory is not None:
             self.peak_memory[0]()
@@ -293,7 +299,7 @@ class Harness:
 
     def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
             epochs: int = 1, until: Callable[[Results], bool] | None = None,
-            most: int | None = None) -> Results:
+            most: int | None = None, step_ready: bool = False) -> Results:
         """``rounds`` interleaved rounds of a trial of every way; with ``until``, more rounds one
         at a time until ``until(results so far)`` holds or ``most`` rounds have run. Every
         loader is made and warmed up before the first timed trial. Shows a progress bar when
@@ -309,7 +315,7 @@ class Harness:
         results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None)
 
         def measure(name: str, _round: int) -> Trial:
-            trial = self.trial(by_name[name], step=step, epochs=epochs)
+            trial = self.trial(by_name[name], step=step, epochs=epochs, step_ready=step_ready)
             results.trials[name].append(trial)
             if bar is not None:
                 bar.total = max(bar.total, bar.n + 1)

@@ -166,6 +166,8 @@ def test_the_batches_a_loader_had_ready_are_handed_over_untimed_and_uncounted(mo
     w = Way("pipeline", lambda: Ahead("p", log, batches=10, size=4, pause=0.02))
     trial = harness.trial(w, step=lambda x, y: stepped.append(1))
     assert trial.skipped == 2 and trial.samples == 8 * 4 and len(stepped) == 8
+    every = harness.trial(w, step=lambda x, y: stepped.append(1), step_ready=True)
+    assert every.skipped == 2 and every.samples == 8 * 4 and len(stepped) == 8 + 10  # all trained on
     assert 8 * 0.02 <= trial.seconds < 10 * 0.02  # two of the ten pauses were before the timer
     results = harness.run([w, way("cold", [], batches=10)], 2, label="alone")
     assert results.table().loc["pipeline", "ready, untimed"] == 2
