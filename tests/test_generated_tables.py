@@ -673,7 +673,7 @@ def test_a_bottom_line_is_stale_when_its_record_or_its_cell_changes_alone(tmp_pa
     nb02 = notebooks / "02-capture-mode.ipynb"
     committed = nb02.read_bytes()
     # the cell changed alone (a figure typed over): stale
-    _edit_bottom_line(nb02, lambda c: c.update(source=["".join(c["source"]).replace("1.72x", "1.80x")]))
+    _edit_bottom_line(nb02, lambda c: c.update(source=["".join(c["source"]) + " A figure typed over."]))
     assert bottom_lines.update(notebooks, check=True, results_dir=results) == 1
     nb02.write_bytes(committed)
     # the record changed alone (a new run): stale, and the rewrite says what the record says now

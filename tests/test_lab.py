@@ -215,7 +215,7 @@ def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(
     on_disk = nbformat.read(server.lab / NOTEBOOK, as_version=4)
     code = [c for c in on_disk.cells if c.cell_type == "code"]
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1))  # this run's
-    assert any("data source:" in o.get("text", "") for c in code for o in c.outputs)  # helpers imported
+    assert any("| device:" in o.get("text", "") for c in code for o in c.outputs)  # helpers imported
 
 
 def _dirty_after_opening(page: Any, server: Server, name: str) -> tuple[list[str], int]:

@@ -130,6 +130,7 @@ def with_bottom_line(text: str, source: str, where: str = "the notebook") -> str
         if tagged[0].get("cell_type") != "markdown":
             raise ValueError(f"{where}: the cell tagged {TAG} is not a Markdown cell")
         tagged[0]["source"] = lines
+        tagged[0]["metadata"] = {"tags": [TAG]}  # a generated cell: no run's metadata (papermill's)
     else:
         if any(c.get("id") == CELL_ID for c in cells):
             raise ValueError(f"{where}: another cell has the id {CELL_ID!r}")
