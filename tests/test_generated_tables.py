@@ -843,7 +843,7 @@ def test_a_verdict_that_its_interval_does_not_give_is_refused(tmp_path: Path) ->
         bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
 
 
-def test_several_goals_are_counted_by_verdict_and_a_cpu_run_says_so(tmp_path: Path) -> None:
+def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path: Path) -> None:
     ratio = _ratio(1.3, 1.2, 1.5)
     entries = _fake_entries(ratio)
     entries[findings.NB03]["results"]["goals"] = {
@@ -856,11 +856,18 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_says_so(tmp_path: Pa
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
     assert text.startswith("**Bottom line.** Without a GPU (record [`gpu-fake.json`]")
-    assert text.endswith("Of its 3 goals ([the results page](../docs/pages/results.md#the-suites-goals)), "
-                         "1 is met, 1 not met and 1 inconclusive here; the results page judges goals on "
-                         "GPU runs only.")
+    assert text.endswith("Its goals (best dynamic / best DataLoader, best dynamic / pipeline mode, same "
+                         "knobs, best dynamic / ceiling) are stated for GPUs and not judged on this run.")
+    assert "met" not in text  # a CPU run gives no goal a verdict
     scaling = bottom_lines.bottom_line(findings.NB04, results)
     assert "slower" not in scaling and "on 2 CPU cores, not GPU scaling." in scaling
+    assert scaling.endswith("Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not "
+                            "judged on this run.")
+    h200 = {"gpu": "NVIDIA H200", "gpu_count": 1, "cpu_count": 16}
+    gpu = _fake_results(tmp_path / "gpu", entries, machine=h200)
+    assert bottom_lines.bottom_line(findings.NB03, gpu).endswith(
+        "Of its 3 goals ([the results page](../docs/pages/results.md#the-suites-goals)), 1 is met, 1 not met "
+        "and 1 inconclusive.")
 
 
 def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> None:

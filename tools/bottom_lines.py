@@ -60,7 +60,11 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
     if not goals:
         return None
     record = get.record(notebook)
-    where = "" if record.has_gpu else " here; the results page judges goals on GPU runs only"
+    if not record.has_gpu:  # goals are stated for a GPU: a CPU run says nothing about them
+        names = ", ".join(goals)
+        return (f"Its goal{'s' * (len(goals) > 1)} ({names}) {'are' if len(goals) > 1 else 'is'} stated "
+                "for GPUs and not judged on this run.")
+    where = ""
     if len(goals) == 1:
         (name, goal), = goals.items()
         shown = {f.shown for f in get.figures}

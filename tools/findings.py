@@ -196,7 +196,11 @@ def _scaling_out(get: Lookup) -> list[str]:
     record = get.record(NB04)
     where = (f"on {record.machine.get('gpu_count') or 1} GPUs" if record.has_gpu
              else f"on {record.machine.get('cpu_count', '?')} CPU cores, not GPU scaling")
-    return [f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."]
+    sentences = [f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."]
+    if "strong_scaling" in get.value(NB04, "results"):
+        strong = get.ratio(NB04, "strong_scaling")
+        sentences.append(f"At the same global batch they were {versus(strong, 'one process')}.")
+    return sentences
 
 
 def _photos(get: Lookup) -> list[str]:
