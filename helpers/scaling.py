@@ -35,9 +35,12 @@ def verdict(weak: Ratio, strong: Ratio, goal: float, *, gpus: bool, processes: i
                 "not met": "not met: the whole interval is below it",
                 "inconclusive": "inconclusive: the interval contains it"}
     if not gpus:
-        return (f"These {processes} processes shared {cores} CPU cores: the ratios (weak {weak}, "
-                f"strong {strong}) show how they divide the cores, not how GPUs scale. The goal of "
-                f"{goal:g}x is a goal for {processes} GPUs: run the notebook on a machine with them.")
+        return (f"These {processes} processes shared {cores} CPU cores: they were "
+                + versus(weak, "one process at the same batch per process")
+                + f" and {versus(strong, 'one process at the same global batch of ' + str(global_batch))}. "
+                "That shows how they divide the cores, not how GPUs scale; the goal of "
+                f"{goal:g}x is a goal for {processes} GPUs, not judged here: run the notebook on a "
+                "machine with them.")
     sentence = (f"Weak scaling: {processes} GPUs trained {weak} the samples per second of one GPU "
                 f"({weak.trials} launches each); the goal, at least {goal:g}x, is "
                 f"{verdicts[weak.verdict(goal)]}. Strong scaling, the global batch fixed at "

@@ -36,7 +36,9 @@ def test_an_excerpt_whose_markers_are_gone_says_to_update_them(tmp_path) -> None
 def test_on_cpu_processes_the_verdict_says_what_the_ratios_cannot_show() -> None:
     text = verdict(Ratio(0.9, 0.85, 0.95, 3, True), Ratio(0.8, 0.7, 0.9, 3, True), 1.9, gpus=False,
                    processes=2, global_batch=128, cores=2)
-    assert "shared 2 CPU cores" in text and "not how GPUs scale" in text and "0.90x [0.85-0.95]" in text
+    assert "shared 2 CPU cores" in text and "not how GPUs scale" in text and "not judged here" in text
+    assert "slower than one process at the same batch per process (0.90x [0.85-0.95])" in text
+    assert "slower than one process at the same global batch of 128 (0.80x [0.70-0.90])" in text
 
 
 @pytest.mark.parametrize(("weak", "verdict_words"), [
