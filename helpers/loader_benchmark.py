@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import field
 from functools import partial
@@ -31,38 +30,6 @@ from helpers.parameters import ParameterError
 
 PIPELINE_KNOBS = ("decode", "threads", "hw_decoder_load")  # what pipeline mode shares with dynamic mode
 GREY_LEVEL = 1 / (0.3081 * 255)  # one grey level, after MNIST's normalization
-
-
-@dataclass(frozen=True)
-class Config:
-    """One way of feeding a training loop, named by what differs from the default (notebook 05
-    names its configurations with it). ``batch`` is what the loader delivers per call."""
-
-    loader: str  # "eager", "capture", "pipeline", "dataloader", "ceiling", "nodes"
-    batch: int = 64
-    decode: str | None = None  # "cpu" or "gpu"; None: the notebook's default
-    threads: int | None = None  # DALI threads; None: the notebook's default
-    hw_decoder_load: float | None = None  # None: DALI's default
-    labels_in_torch: bool = False  # squeeze and cast the labels in torch instead of DALI
-    overlap: str = "none"  # "none" | "thread" (a background Python thread) | "prefetcher"
-    workers: int | None = None  # DataLoader worker processes
-    knob: str = "comparison"  # the question this configuration answers
-
-    @property
-    def name(self) -> str:
-        parts = [self.loader, f"b{self.batch}"]
-        for label, value in (("decode", self.decode), ("threads", self.threads),
-                             ("hw", self.hw_decoder_load), ("workers", self.workers)):
-            if value is not None:
-                parts.append(f"{label}={value}")
-        if self.labels_in_torch:
-            parts.append("labels-in-torch")
-        if self.overlap != "none":
-            parts.append(f"overlap={self.overlap}")
-        return " ".join(parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "name": self.name}
 
 
 @dataclass

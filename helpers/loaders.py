@@ -1,6 +1,6 @@
-"""The loader scaffolding that notebooks 03, 05 and 07 share: a dynamic-mode feed, a torch
-DataLoader feed and a pipeline-mode feed with one ``epoch()`` interface, a background thread for
-any loader, and the interleaved rounds in which they are timed. The DALI calls themselves (what a
+"""The loader scaffolding that notebooks 02, 03, 05 and 07 share: a dynamic-mode feed, a torch
+DataLoader feed and a pipeline-mode feed with one ``epoch()`` interface, and a background thread
+for any loader (``helpers.harness`` times them). The DALI calls themselves (what a
 dynamic-mode step does to a batch, the ``@pipeline_def``) stay in the notebooks, where the reader
 sees them.
 
@@ -11,7 +11,6 @@ model's device) and ``close()``.
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -22,9 +21,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 from torch.utils.data import Dataset
-from tqdm import tqdm
 
-from helpers.benchmarking import interleaved_trials
 from helpers.capture_guard import CaptureGuard
 
 Batch = tuple[Any, Any]
@@ -213,30 +210,3 @@ class InBackground:
             raise RuntimeError("InBackground: the loader's thread did not stop; an epoch it was "
                                "serving was never drained. Restart the kernel to free it.")
         self.loader.close()
-
-
-def rounds(configs: Sequence[Any], count: int, desc: str,
-           trial: Callable[[Any, int], dict[str, Any]], *,
-           until: Callable[[Mapping[str, Sequence[dict[str, Any]]]], bool] | None = None,
-           most: int | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``count`` interleaved rounds of ``trial(config, round)`` over ``configs`` (each has a
-    ``name``), with a progress bar; each configuration's records in round order, by name.
-    ``until`` and ``most``: more rounds until a condition holds (``interleaved_trials``)."""
-    by_name = {c.name: c for c in configs}
-
-    def done(*_: Any) -> None:
-        if bar.n >= bar.total:  # a round past the first `count`: the bar grows by one round
-            bar.total += len(by_name)
-        bar.update()
-
-    # the bar on stdout: a bar on stderr ends in a lone newline that notebooks show as an empty
-    # error-coloured output
-    with tqdm(total=count * len(by_name), desc=desc, unit="trial", mininterval=10,
-              file=sys.stdout) as bar:
-        return interleaved_trials(list(by_name), lambda name, k: trial(by_name[name], k), count,
-                                  on_done=done, until=until, most=most)
-
-
-def rates(records: Mapping[str, Sequence[Mapping[str, Any]]], name: str, key: str) -> list[float]:
-    """One measured value (``key``) of every trial of configuration ``name``."""
-    return [r[key] for r in records[name]]

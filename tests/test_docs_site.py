@@ -485,11 +485,9 @@ def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) 
 
 # Figures on a phone: each shown at its own CSS width in a box that scrolls sideways, or, if
 # shrunk, with its smallest text still MIN_TEXT_PX high. The smallest text of a figure at its own
-# width: the plotting helpers' (helpers.plots.SMALLEST_TEXT_PX), show_batch's labels (LABEL_PX),
-# and 7 pt at 100 dpi, ranked_bars' tick labels in the committed notebooks, drawn before the
-# helpers' minimum was raised (until notebook 03 runs again).
+# width: the plotting helpers' (helpers.plots.SMALLEST_TEXT_PX) and show_batch's labels (LABEL_PX).
 MIN_TEXT_PX = 9
-SMALLEST_FIGURE_TEXT_PX = min(SMALLEST_TEXT_PX, LABEL_PX, 7 * 100 / 72)
+SMALLEST_FIGURE_TEXT_PX = min(SMALLEST_TEXT_PX, LABEL_PX)
 
 FIGURES_JS = """() => [...document.querySelectorAll('.md-content .jp-OutputArea-output img')].map(img => {
   const box = img.closest('.jp-OutputArea-output');

@@ -152,16 +152,10 @@ CHARTS = {
         {1: [50, 52, 49], 2: [100, 98, 101], 4: [190, 200, 195], 7: [340, 350, 352]},
         {1: 16, 2: 30, 4: None, 7: 85}, xlabel="readers", ylabel="clips / s", busy_label="NVDEC busy",
         title="Readers"),
-    "time_split_bars": lambda: loader_charts.time_split_bars(
-        ["capture", "pipeline", "DataLoader"], [0.2, 0.1, 1.5], [2.0, 2.0, 2.1], title="Split"),
     "crossover": lambda: loader_charts.crossover(
         {"capture": [(64, 5000, 4800, 5100), (256, 7000, 6800, 7100)],
          "pipeline": [(64, 5200, 5000, 5300), (256, 7200, 7000, 7300)]},
         ceiling=(8000, 7800, 8100), title="Crossover"),
-    "ranked_bars": lambda: loader_charts.ranked_bars(
-        [f"capture b{b} threads={t}" for b in (64, 128, 256) for t in (1, 2, 4, 8, 16)],
-        [5000 + 40 * i for i in range(15)], [4600 + 40 * i for i in range(15)],
-        [5400 + 40 * i for i in range(15)], reference=5200, title="Selection"),
 }
 
 

@@ -8,7 +8,6 @@ import torch
 from helpers.benchmarking import ratio
 from helpers.harness import Results
 from helpers.harness import Trial
-from helpers.loader_benchmark import Config
 from helpers.loader_benchmark import answer
 from helpers.loader_benchmark import batch_series
 from helpers.loader_benchmark import best
@@ -22,15 +21,6 @@ from helpers.loader_benchmark import way
 from helpers.loader_benchmark import which_mode
 from helpers.loaders import InBackground
 from helpers.loaders import Staged
-
-
-def test_config_names_say_what_differs_from_the_default() -> None:
-    assert Config("capture").name == "capture b64"
-    assert Config("dataloader", workers=8).name == "dataloader b64 workers=8"
-    assert Config("pipeline", batch=1024, decode="cpu", threads=8).name == \
-        "pipeline b1024 decode=cpu threads=8"
-    assert Config("capture", labels_in_torch=True, overlap="thread").name == \
-        "capture b64 labels-in-torch overlap=thread"
 
 
 def make(batch, **options):

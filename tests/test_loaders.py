@@ -1,56 +1,17 @@
-"""helpers.loaders: the interleaved rounds (fixed, and until the intervals are narrow enough) and
-the background thread's guarantees, without DALI; the dynamic-mode feed and its capture check on
-small CPU loops over the embedded MNIST test LMDB."""
+"""helpers.loaders: the background thread's guarantees, without DALI; the dynamic-mode feed and
+its capture check on small CPU loops over the embedded MNIST test LMDB; what DALI's loaders have
+ready when an epoch ends."""
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 
 import pytest
 
 from helpers.loaders import InBackground
 from helpers.loaders import Staged
 from helpers.loaders import check_capture
-from helpers.loaders import rates
-from helpers.loaders import rounds
-
-
-@dataclass(frozen=True)
-class Named:
-    name: str
-
-
-CONFIGS = [Named("a"), Named("b"), Named("c")]
-
-
-def test_rounds_rotate_the_order_and_keep_each_configurations_records_in_round_order(capsys) -> None:
-    order = []
-    records = rounds(CONFIGS, 3, "test", lambda c, k: order.append((k, c.name)) or {"rate": k + 1})
-    assert order == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "c"), (1, "a"),
-                     (2, "c"), (2, "a"), (2, "b")]
-    assert rates(records, "b", "rate") == [1, 2, 3]
-    out, err = capsys.readouterr()
-    assert err == "" and "test" in out  # the bar on stdout: no stray newline on stderr
-
-
-def test_rounds_continue_until_the_condition_holds_and_stop_at_the_most() -> None:
-    asked = []
-
-    def enough(records):
-        asked.append(len(records["a"]))
-        return len(records["a"]) >= 5
-
-    records = rounds(CONFIGS, 2, "test", lambda c, k: {"rate": 1.0}, until=enough, most=9)
-    assert [len(v) for v in records.values()] == [5, 5, 5]
-    assert asked == [2, 3, 4, 5]  # asked after every round past the first two
-    never = rounds(CONFIGS, 2, "test", lambda c, k: {"rate": 1.0}, until=lambda r: False, most=4)
-    assert [len(v) for v in never.values()] == [4, 4, 4]
-    fixed = rounds(CONFIGS, 2, "test", lambda c, k: {"rate": 1.0}, most=9)  # no until: count
-    assert [len(v) for v in fixed.values()] == [2, 2, 2]
-    with pytest.raises(ValueError, match="at least 1"):
-        rounds(CONFIGS, 0, "test", lambda c, k: {})
 
 
 class Counting:
