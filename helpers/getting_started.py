@@ -124,7 +124,7 @@ def gap(batch: Any, reference: Any) -> tuple[float, int]:
 def decode_gap_sentence(plain: tuple[float, int], fancy: tuple[float, int]) -> str:
     """What the GPU decoder's pixels were, against the CPU decoder's, with and without
     ``jpeg_fancy_upsampling``, and what matching the chroma upsampling removed."""
-    said = (f"Decoded on the GPU, the photos differ from the CPU decoder's by {plain[0]:.3f} levels "
+    said = (f"Decoded on the GPU, the batch's photos differ from the CPU decoder's by {plain[0]:.3f} levels "
             f"(of 255) on average, {plain[1]} at most in any pixel; with `jpeg_fancy_upsampling=True`, "
             f"by {fancy[0]:.3f} on average, {fancy[1]} at most. ")
     if plain[0] == 0:
@@ -134,8 +134,9 @@ def decode_gap_sentence(plain: tuple[float, int], fancy: tuple[float, int]) -> s
                        "upsampling accounts for it.")
     if fancy[0] < plain[0]:
         return said + (f"Matching the CPU's chroma upsampling removed {1 - fancy[0] / plain[0]:.0%} of the "
-                       "mean difference: chroma upsampling is part of it, and these outputs do not show "
-                       "what the rest is.")
+                       f"mean difference and took the largest from {plain[1]} to {fancy[1]}: chroma "
+                       "upsampling makes the large differences; these outputs do not show what the small "
+                       "rest is.")
     return said + "Matching the CPU's chroma upsampling did not make the difference smaller."
 
 
@@ -176,7 +177,8 @@ def speed_answer(results: Any, threads: int, batch_size: int, gpu_name: str | No
     the pick between the GPU ways, and the goal with what its interval says and does not."""
     cpu = _way(results, "cpu")
     rate, low, high = results.estimate(cpu)
-    lines = [f"- The CPU decoded **{rate:,.0f} photos/s** [{low:,.0f}-{high:,.0f}] with {threads} "
+    lines = [f"- The CPU decoded **{rate:,.0f} images/s** [{low:,.0f}-{high:,.0f}] (JPEG views of the "
+             f"photographs) with {threads} "
              f"threads, in batches of {batch_size}."]
     ratios = comparisons(results)
     if not ratios:

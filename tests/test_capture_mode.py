@@ -110,3 +110,16 @@ def test_the_set_up_refuses_a_bad_value_by_name() -> None:
                  "placement_epochs": 11, "num_shards": None}
     with pytest.raises(ParameterError, match="parameter epochs must be at least 3, not 2: the first epoch"):
         capture_mode.set_up([""], namespace)
+
+
+def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode() -> None:
+    from helpers.harness import Trial
+    from helpers.harness import Way
+
+    ways = [Way("eager", lambda: None), Way("capture", lambda: None)]
+    trials = {"eager": [Trial(1000, 1.0, 0.1, 1.0), Trial(1000, 1.1, 0.1, 1.0)],
+              "capture": [Trial(936, 0.5, 0.1, 1.0, skipped=1), Trial(936, 0.52, 0.1, 1.0, skipped=1)]}
+    answer = capture_mode.conclusion(Results("t", "samples", ways, trials, fed=True), machine="cpu, test",
+                                     equality=SAME, placement=None)
+    assert "over 2 paired epochs of 1,000 samples (936 timed in capture mode: its batch ready before the " \
+        "timer is not timed)." in answer

@@ -106,7 +106,8 @@ def test_speed_batches_default_by_device() -> None:
 def test_decode_gap_sentences_follow_the_figures() -> None:
     assert gs.decode_gap_sentence((0.0, 0), (0.0, 0)).endswith("The two decoders gave the same pixels.")
     assert "accounts for it" in gs.decode_gap_sentence((1.0, 9), (0.01, 2))
-    assert "removed 50% of the mean difference" in gs.decode_gap_sentence((1.0, 9), (0.5, 4))
+    assert "removed 50% of the mean difference and took the largest from 9 to 4" in \
+        gs.decode_gap_sentence((1.0, 9), (0.5, 4))
     assert gs.decode_gap_sentence((1.0, 9), (1.2, 9)).endswith("did not make the difference smaller.")
     import nvidia.dali.experimental.dynamic as ndd
 
@@ -119,7 +120,8 @@ def test_without_a_gpu_the_answer_says_the_cpu_rate_and_judges_no_goal() -> None
     speed = fake(CPU_ONLY)
     answer = gs.speed_answer(speed, 4, 64, None)
     rate, low, high = speed.estimate(CPU)
-    assert f"**{rate:,.0f} photos/s** [{low:,.0f}-{high:,.0f}] with 4 threads, in batches of 64" in answer
+    assert f"**{rate:,.0f} images/s** [{low:,.0f}-{high:,.0f}] (JPEG views of the photographs) with 4 " \
+        "threads, in batches of 64" in answer
     assert "No GPU in this run" in answer and gs.comparisons(speed) == {} and gs.goals(speed, 4) == {}
     results, headline = gs.record(**_objects(speed))
     assert headline == {"cpu_decode_img_s": rate} and results["ratios"] == {} and results["goals"] == {}

@@ -185,7 +185,7 @@ def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
     assert "Hardware sampler: " in speed  # it says once that NVML is missing
     answer = "".join(o.get("data", {}).get("text/markdown", "") for c in executed.cells
                      if "speed_answer(" in c.source for o in c.outputs)
-    assert "photos/s** [" in answer and "No GPU in this run" in answer
+    assert "images/s** [" in answer and "No GPU in this run" in answer
 
 
 @notebook_tests
