@@ -103,8 +103,11 @@ def check_video_folder(path: str | Path, *, device: str, clip_frames: int, strid
         raise DataSourceError(f"video folder {root} does not exist. Pass a folder that holds one "
                               "subfolder of videos per class, or None for the embedded videos.")
     classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    hidden = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("."))
     files = sorted(root / c / entry.name for c in classes for entry in os.scandir(root / c)
                    if os.path.splitext(entry.name)[1].lower() in VIDEO_EXTENSIONS)
+    others = sorted(root / c / entry.name for c in classes for entry in os.scandir(root / c)
+                    if entry.is_file() and os.path.splitext(entry.name)[1].lower() not in VIDEO_EXTENSIONS)
     if not files:
         raise DataSourceError(f"No videos found in {root}: one subfolder per class holding video "
                               f"files ({', '.join(VIDEO_EXTENSIONS)}).")
@@ -116,6 +119,12 @@ def check_video_folder(path: str | Path, *, device: str, clip_frames: int, strid
             unreadable.append((file, str(err)))
     needed = frames_needed(clip_frames, stride)
     problems = []
+    if hidden:  # DALI 2.4 takes every subfolder as a class: a hidden one shifts the labels
+        problems.append(f"{len(hidden)} hidden subfolder(s) ({', '.join(hidden[:SHOWN])}) that DALI counts "
+                        "as classes, so its labels would not be the subfolders you see: remove them")
+    if others:  # DALI 2.4 reads every file of a class folder, and skips one it cannot open
+        problems.append(f"{len(others)} file(s) without a video extension, which DALI would try to read "
+                        f"and skip: {_listing(others, root)}. Move them out of the class folders")
     if unreadable:
         problems.append(f"{len(unreadable)} not readable as video: "
                         + "; ".join(reason.rstrip(".") for _, reason in unreadable[:SHOWN]))

@@ -140,10 +140,10 @@ def test_staged_serves_the_same_batches_every_epoch() -> None:
 
 
 def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() -> None:
-    """What the harness counts as pipeline mode's head start: when an epoch of a pipeline-mode feed
+    """What the harness hands over untimed for pipeline mode: when an epoch of a pipeline-mode feed
     ends, DALI has already run (or is running) ``feed.ahead`` iterations of the next epoch, and
     none more until the next epoch is read (auto_reset schedules nothing extra). If DALI ran more
-    ahead, or stopped at the epoch's end, this fails and the harness's bound must change."""
+    ahead, or stopped at the epoch's end, this fails and the harness's ready batches must change."""
     import numpy as np
     from nvidia.dali import fn
     from nvidia.dali import pipeline_def
@@ -176,7 +176,7 @@ def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() 
 
 
 def test_a_capture_loop_over_a_reader_carries_one_batch_into_the_next_epoch_and_eager_none() -> None:
-    """The head start the harness reads off a dynamic-mode feed (``DynamicFeed.ahead``, from the
+    """The ready batches the harness reads off a dynamic-mode feed (``DynamicFeed.ahead``, from the
     captured pipeline's private state): DALI 2.4's capture loop over a reader ends an epoch with
     one batch of the next scheduled (it does not reset its pipeline, unlike a capture loop over
     an external source); eager mode schedules nothing. If DALI changes either, this fails."""

@@ -61,7 +61,7 @@ def against(results: dict, where: tuple[str, str]) -> str:
 
 def check_goals(document) -> None:
     """Every goal: the best dynamic mode over its reference in the confirmation's rounds, its
-    interval (head starts counted) and the verdict that the interval gives against its target."""
+    interval and the verdict that the interval gives against its target."""
     results, parameters = document.results, document.parameters
     confirmation, best = results["confirmation"], results["picks"]["dynamic"]["best"]
     assert set(results["goals"]) == set(GOALS)

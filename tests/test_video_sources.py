@@ -123,3 +123,18 @@ def test_native_log_collects_what_native_code_writes_to_stderr_without_build_pat
         os.write(2, b'[/opt/dali/dali/operators/video/frames_decoder_base.cc:223] Failed to open "a.mp4"\n')
     assert lines == ["[mov,mp4] moov atom not found", 'Failed to open "a.mp4"']
     assert capfd.readouterr().err == ""
+
+
+def test_a_hidden_subfolder_and_a_file_that_is_no_video_are_named(sets, tmp_path: Path) -> None:
+    """DALI 2.4's readers take every subfolder of ``file_root`` as a class (a hidden one such as
+    ``.ipynb_checkpoints`` too, which shifts every label) and try every file of a class folder: the
+    check names both before DALI reads the folder."""
+    vp9 = sets["vp9"].files[0]
+    root = _folder(tmp_path, {"a/good.mp4": vp9, "b/good.mp4": vp9, ".ipynb_checkpoints/x.mp4": vp9,
+                              "a/notes.txt": b"notes"})
+    with pytest.raises(DataSourceError) as raised:
+        check_video_folder(root, device="cpu", clip_frames=8, stride=2)
+    message = str(raised.value)
+    assert message.startswith("2 problem(s) in") and "(2 videos)" in message
+    assert "1 hidden subfolder(s) (.ipynb_checkpoints) that DALI counts as classes" in message
+    assert "1 file(s) without a video extension" in message and "a/notes.txt" in message
