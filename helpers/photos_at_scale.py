@@ -292,8 +292,8 @@ def cpu_per_1000(results: Results, name: str) -> list[float]:
 
 
 def goals(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """Every goal whose model ran: its ratio of the confirmation rounds (``Results.ratio``), its
-    interval and verdict; the CPU-time goal from the trials' CPU time."""
+    """Every goal whose model ran: its ratio over the rounds after the knobs were chosen
+    (``Results.ratio``), its interval and verdict; the CPU-time goal from the trials' CPU time."""
     found = {}
     for name, (model, a, b, target) in GOALS.items():
         results = alone if model is None else fed.get(model)
