@@ -14,13 +14,14 @@ The method is explained once, on the docs page "How the suite measures"
 - **A way** (:class:`Way`) is a name and a function that makes its loader: an object with
   ``epoch()`` (an iterable of ``(inputs, labels)`` on the model's device) and ``close()``.
 - **The same state for every way**: a way's loader is made and run for one whole epoch (the
-  warm-up: threads, workers, capture, cuDNN's choices) before its first timed trial, never inside
-  one. The device is synchronized before the timer starts and before it stops. A DALI loader
-  runs ahead across the end of an epoch (DALI 2.4: pipeline mode two batches, its prefetch
-  queue; a capture loop over a reader one), so it begins a trial with batches made before the
-  timer. A trial hands those over first, untimed, uncounted and untrained on (``skipped``, read
-  off the loader's ``ahead``), then starts the timer: every loader is then refilling from
-  nothing, as a DataLoader or eager mode does at the start of every epoch.
+  warm-up: threads, workers, capture; a notebook warms its model up itself) before its first
+  timed trial, never inside one. The device is synchronized before the timer starts and before
+  it stops. A DALI loader runs ahead across the end of an epoch (DALI 2.4: pipeline mode two
+  batches, its prefetch queue; a capture loop over a reader one), so it begins a trial with
+  batches made before the timer. A trial hands those over first, untimed and uncounted
+  (``skipped``, read off the loader's ``ahead``; trained on only with ``step_ready``), then starts
+  the timer: DALI starts their replacements as they are handed over, so no trial is credited with
+  batches finished before its timer.
 - **A trial** times ``epochs`` whole epochs of one way: samples over seconds. Its CPU time is
   this process and every process it started (DataLoader workers), over the trial only.
 - **Rounds** run every way once, in an order rotated by the round (``interleaved_order``).
@@ -35,6 +36,7 @@ import time
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -293,8 +295,6 @@ class Harness:
         return Trial(samples, seconds, waited, cpu, busy.as_dict() if busy is not None else {}, peak, ready)
 
     def _sampling(self) -> Any:
-        from contextlib import nullcontext
-
         return self.sampler.sample() if self.sampler is not None else nullcontext(None)
 
     def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
