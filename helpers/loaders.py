@@ -27,6 +27,16 @@ from helpers.capture_guard import CaptureGuard
 Batch = tuple[Any, Any]
 
 
+def captured_ahead(reader: Any) -> int:
+    """Batches of the next epoch that a reader's capture loop has already scheduled: the loop
+    runs on inside its pipeline when an epoch ends (DALI 2.4: one batch); 0 for a reader that
+    has not run a capture loop. Read from the captured pipeline (private state, pinned by a
+    test)."""
+    iterator = getattr(reader, "_captured_iter", None)
+    pipeline = getattr(getattr(iterator, "_capture_ctx", None), "pipeline", None)
+    return int(getattr(pipeline, "_batches_to_consume", 0)) if pipeline is not None else 0
+
+
 class DynamicFeed:
     """A dynamic-mode reader's epochs, each batch handed to ``step``: every epoch runs under
     ``context`` (an ``ndd.EvalContext``: its threads and device), in capture mode when
@@ -37,7 +47,8 @@ class DynamicFeed:
     ``(inputs, labels)`` for torch. Drain every epoch: a capture loop left early destroys its
     reader."""
 
-    def __init__(self, reader: Any, context: Any, *, batch_size: int, capture: bool, name: str) -> None:
+    def __init__(self, reader: Any, context: Any, *, batch_size: int, capture: bool = False,
+                 name: str) -> None:
         self.reader, self.context = reader, context
         self.batch_size, self.capture = batch_size, capture
         self.guard = CaptureGuard(name)
@@ -60,9 +71,7 @@ class DynamicFeed:
         """Batches of the next epoch that DALI has already scheduled: a capture loop over a reader
         runs on inside its pipeline when an epoch ends (DALI 2.4: one batch); eager mode, none.
         Read from the captured pipeline (private state, pinned by a test)."""
-        iterator = getattr(self.reader, "_captured_iter", None) if self.capture else None
-        pipeline = getattr(getattr(iterator, "_capture_ctx", None), "pipeline", None)
-        return int(getattr(pipeline, "_batches_to_consume", 0)) if pipeline is not None else 0
+        return captured_ahead(self.reader) if self.capture else 0
 
     def close(self) -> None:
         pass

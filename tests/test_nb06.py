@@ -115,7 +115,8 @@ def test_one_rank_killed_and_all_resumed_match_the_uninterrupted_ranks(run06) ->
     dist, processes = document.results["distributed"], document.parameters["processes"]
     assert dist["signal"] == "SIGKILL" and dist["killed_rank"] == processes - 1
     assert dist["root_cause"] == f"rank {processes - 1} was killed by signal 9 first"
-    assert dist["parts"] == ["model.pt"] + [f"rank-{r}.pt" for r in range(processes)]
+    # the committed folder: the manifest, the model, one part per rank
+    assert dist["parts"] == ["MANIFEST.json", "model.pt"] + [f"rank-{r}.pt" for r in range(processes)]
     assert dist["distinct_reader_states"] == processes  # each rank its own reader state
     assert dist["epoch_boundaries_after_resume"] >= 1  # the shard rotation resumed too
     assert 0 < dist["resumed_from"] <= dist["kill_step"]
@@ -144,6 +145,13 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
         assert f"{recorded['verdict']} ({shown})" == versus(shown, "the second")  # its words
     cost = document.results["checkpoint_cost"]
     assert cost["write_ms"]["median"] > 0 and cost["restore_ms"]["median"] > 0 and cost["bytes"] > 0
+    # each resume: the time to its first step includes its restore (DALI applies the state later)
+    assert len(cost["resumes"]) == cost["restore_ms"]["n"] == 4
+    assert all(r["to_first_step_ms"] > r["restore_ms"] > 0 for r in cost["resumes"].values())
+    # the harness's trials behind the rates: one timed epoch of every way a round
+    harness = bench["harness"]["ways"]
+    assert set(harness) == set(bench["configurations"])
+    assert all(len(way["trials"]) == trials for way in harness.values())
     assert cost["share_of_steps"] == pytest.approx(
         cost["write_ms"]["median"] / (cost["every"] * cost["step_ms"]))
 

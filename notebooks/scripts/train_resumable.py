@@ -61,6 +61,7 @@ from helpers import distributed  # noqa: E402
 from helpers.capture_guard import CaptureGuard  # noqa: E402
 from helpers.distributed import UsageError  # noqa: E402
 from helpers.distributed import preprocess  # noqa: E402
+from helpers.loaders import captured_ahead  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
 from helpers.records import write_json  # noqa: E402
@@ -148,7 +149,11 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 class Trainer:
     """The model, the optimizer, the schedule and DALI's objects of one process."""
 
-    def __init__(self, args: argparse.Namespace, rank: int, local_rank: int, world: int) -> None:
+    def __init__(self, args: argparse.Namespace, rank: int, local_rank: int, world: int,
+                 ctx: ndd.EvalContext | None = None) -> None:
+        """``ctx``: the EvalContext of eager mode and capture-plain (None: a new one). Trainers that
+        take turns in one thread (notebook 06's benchmark) share one: DALI's eager reader keeps
+        its context entered between batches, and DALI's stack of contexts must stay in order."""
         self.args, self.rank, self.world = args, rank, world
         self.on_gpu = args.device == "gpu"
         self.device = torch.device("cuda", local_rank) if self.on_gpu else torch.device("cpu")
@@ -179,8 +184,14 @@ class Trainer:
         self.save_seconds: list[float] = []
         self.fast_forward = 0  # batches skipped after a resume in the middle of an epoch (capture)
         self.captured: list[str] | None = None  # what the capture loops' guards saw captured
+        self.resumed_at: float | None = None  # when restore() began (a resumed run)
+        self.first_step_after_resume: float | None = None  # from then to its first step done
         self.dali = ndd.checkpoint.Checkpoint()  # eager mode: the reader's and the RNG's state
-        self.reader = self.rng = None
+        self.reader: ndd.readers.Caffe2 | None = None  # eager and capture-plain: one for the run
+        self.rng: ndd.random.RNG | None = None
+        self.ctx = ctx
+        self.batches: Iterator[tuple[ndd.Batch, ndd.Batch]] | None = None  # eager mode's stream
+        self.guard: CaptureGuard | None = None  # capture-plain's
 
     # --- DALI -------------------------------------------------------------------------------
 
@@ -191,7 +202,8 @@ class Trainer:
 
     def eager_reader(self) -> None:
         """One reader for the run, sharded: each rank reads 1/world of the records and moves to
-        the next shard every epoch (DALI's default, like DistributedSampler.set_epoch)."""
+        the next contiguous shard every epoch (DALI's default, ``stick_to_shard=False``), shuffling
+        within its buffer (where ``DistributedSampler.set_epoch`` reshuffles the whole set)."""
         checkpoints = bool(self.args.every or self.args.resume)
         self.reader = ndd.readers.Caffe2(
             path=self.args.data, shard_id=self.rank, num_shards=self.world, pad_last_batch=True,
@@ -217,7 +229,8 @@ class Trainer:
 
     # --- the step ---------------------------------------------------------------------------
 
-    def train_step(self, jpegs: ndd.Batch, labels: ndd.Batch, rng: ndd.random.RNG) -> None:
+    def train_step(self, jpegs: ndd.Batch, labels: ndd.Batch,
+                   rng: ndd.random.RNG) -> tuple[torch.Tensor, torch.Tensor]:
         images, targets = preprocess(jpegs, labels, rng, self.args.device, self.args.batch_size)
         images = images + NOISE * torch.randn(images.shape, device=images.device)
         self.optimizer.zero_grad(set_to_none=True)
@@ -227,10 +240,14 @@ class Trainer:
         self.schedule.step()
         self.pending.append(loss.detach())
         self.step += 1
+        if self.resumed_at is not None and self.first_step_after_resume is None:
+            self.fetch_losses()  # waits for the step: DALI applied the reader's state at its batch
+            self.first_step_after_resume = time.perf_counter() - self.resumed_at
         if not self.args.quiet:
             print(f"rank {self.rank} pid {os.getpid()} step {self.step}", flush=True)
         if self.args.every and self.step % self.args.every == 0 and self.step < self.total_steps:
             self.save()
+        return images, targets
 
     def fetch_losses(self) -> None:
         if self.pending:
@@ -244,49 +261,72 @@ class Trainer:
         while True:
             yield from self.reader.next_epoch(batch_size=self.args.batch_size)
 
+    def epoch(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Train from the current step to the end of its epoch; yields each step's batch, once
+        trained on. Eager mode and ``capture-plain`` keep one reader, RNG and EvalContext for
+        the run; ``capture`` makes them anew for the epoch. The loop is also the benchmark's
+        loader (``epoch()`` and ``close()``, what ``helpers.harness`` times)."""
+        epoch, done = divmod(self.step, self.steps_per_epoch)
+        end = (epoch + 1) * self.steps_per_epoch
+        if self.args.mode == "eager":
+            if self.ctx is None:
+                self.ctx = self.context()
+            with self.ctx:
+                if self.reader is None:
+                    self.eager_reader()
+                if self.batches is None:
+                    self.batches = self.eager_batches()
+                while self.step < end:
+                    yield self.train_step(*next(self.batches), self.rng)
+                if self.step >= self.total_steps:
+                    self.batches.close()  # the reader's iterator leaves its context now
+            self.fetch_losses()
+            return
+        if self.args.mode == "capture-plain":  # one reader, RNG and EvalContext for the run
+            if self.ctx is None:
+                self.ctx = self.context()
+            with self.ctx:
+                if self.reader is None:
+                    self.reader, self.rng = self.epoch_reader(0)
+                    self.guard = CaptureGuard("capture-plain")  # raises if anything runs eagerly
+            ctx, reader, rng, guard = self.ctx, self.reader, self.rng, self.guard
+        else:  # a fresh EvalContext, reader and RNG, fixed by the epoch number
+            ctx, (reader, rng) = self.context(), self.epoch_reader(epoch)
+            guard = CaptureGuard(f"capture, epoch {epoch}")  # one guard per reader
+        capture = done == 0  # a resume in the middle of an epoch: its rest eagerly, after the skip
+        with ctx:
+            batches = reader.next_epoch(batch_size=self.args.batch_size, ctx=ctx, capture=capture)
+            for i, (jpegs, labels) in enumerate(guard(batches) if capture else batches):
+                if i < done:
+                    self.skip(rng)
+                    self.fast_forward += 1
+                    continue
+                yield self.train_step(jpegs, labels, rng)
+        if capture:
+            self.captured = guard.captured
+        self.fetch_losses()
+
+    @property
+    def ahead(self) -> int:
+        """Batches of the next epoch that DALI already has under way (a capture loop over one
+        reader runs on across an epoch's end): ``helpers.harness`` hands them over untimed."""
+        return captured_ahead(self.reader) if self.args.mode == "capture-plain" else 0
+
+    def close(self) -> None:
+        """Nothing to stop: DALI's threads end with the reader."""
+
     def run(self) -> list[dict]:
         """Train to the last step; returns each epoch's wall time (epochs done in this run)."""
         epochs = []
-        with self.context() as ctx:
-            if self.args.mode == "eager":
-                if self.reader is None:
-                    self.eager_reader()
-                batches = self.eager_batches()
-                while self.step < self.total_steps:
-                    start, first = time.perf_counter(), self.step
-                    end = (self.step // self.steps_per_epoch + 1) * self.steps_per_epoch
-                    while self.step < end:
-                        self.train_step(*next(batches), self.rng)
-                    epochs.append(self.epoch_record(first, start))
-                return epochs
-            plain = self.args.mode == "capture-plain"
-            if plain:
-                reader, rng = self.epoch_reader(0)
-                guard = CaptureGuard("capture-plain")  # raises if capture mode runs anything eagerly
-            while self.step < self.total_steps:
-                start, first = time.perf_counter(), self.step
-                epoch, done = divmod(self.step, self.steps_per_epoch)
-                if not plain:
-                    ctx = self.context()  # fresh per epoch, as the reader and the RNG
-                    reader, rng = self.epoch_reader(epoch)
-                    guard = CaptureGuard(f"capture, epoch {epoch}")  # one guard per reader
-                with ctx:
-                    # a resume in the middle of an epoch: its rest eagerly, after the skip
-                    capture = done == 0
-                    batches = reader.next_epoch(batch_size=self.args.batch_size, ctx=ctx, capture=capture)
-                    for i, (jpegs, labels) in enumerate(guard(batches) if capture else batches):
-                        if i < done:
-                            self.skip(rng)
-                            self.fast_forward += 1
-                            continue
-                        self.train_step(jpegs, labels, rng)
-                if capture:
-                    self.captured = guard.captured
-                epochs.append(self.epoch_record(first, start))
+        while self.step < self.total_steps:
+            start, first = time.perf_counter(), self.step
+            for _ in self.epoch():
+                pass
+            epochs.append(self.epoch_record(first, start))
         return epochs
 
     def epoch_record(self, first: int, start: float) -> dict:
-        self.fetch_losses()  # waits for the device: the epoch's work is done
+        """The epoch just done (``epoch()`` ended by fetching its losses: its work is done)."""
         return {"epoch": (self.step - 1) // self.steps_per_epoch, "steps": self.step - first,
                 "seconds": time.perf_counter() - start}
 
@@ -329,8 +369,10 @@ class Trainer:
         self.save_seconds.append(time.perf_counter() - start)
 
     def restore(self) -> dict:
-        """Load the newest whole checkpoint; returns what the notebook reports about it."""
-        start = time.perf_counter()
+        """Load the newest whole checkpoint; returns what the notebook reports about it. A fresh
+        reader registered in DALI's checkpoint only keeps the state: DALI applies it when the
+        reader makes its first batch, so ``first_step_after_resume`` times that too."""
+        start = self.resumed_at = time.perf_counter()
         say = print if self.rank == 0 else (lambda message: None)
         try:
             loaded = checkpointing.load_latest(self.args.checkpoints, self.compat(), say=say,
@@ -371,6 +413,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int) -> d
               + (f"a checkpoint every {args.every} steps" if args.every else "no checkpoints"),
               flush=True)
     epochs = trainer.run()
+    if resumed is not None:
+        resumed["to_first_step_seconds"] = trainer.first_step_after_resume
     losses = trainer.losses
     every_rank = [losses]
     if world > 1:

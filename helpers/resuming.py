@@ -1,0 +1,532 @@
+"""Notebook 06's machinery, kept out of its lessons: the set-up (the parameters checked, the data
+copied), the training script's runs (in the kernel, launched and killed with ``SIGKILL``,
+resumed), the bit-for-bit comparison with the uninterrupted run, the damaged and incompatible
+checkpoints, the costs, the sentences of its conclusion and its record, built in one call.
+
+DALI's checkpoint calls and the script's save, restore and epoch loop stay where the learner sees
+them: in the notebook and in ``notebooks/scripts/train_resumable.py``, which the notebook shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from typing import NamedTuple
+
+from helpers import checkpointing
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import summarize
+from helpers.benchmarking import versus
+from helpers.data_sources import locate_data
+from helpers.devices import gpu_count
+from helpers.devices import resolve_device
+from helpers.distributed import UsageError
+from helpers.lmdb_subset import first_records
+from helpers.parameters import ParameterError
+from helpers.parameters import at_least
+from helpers.parameters import positive_int
+from helpers.parameters import reject_unknown_parameters
+from helpers.paths import REPO_ROOT
+from helpers.paths import relative
+from helpers.paths import work_folder
+from helpers.torchrun import Launch
+from helpers.torchrun import LaunchError
+from helpers.torchrun import display_command
+from helpers.torchrun import run_launches
+from helpers.torchrun import run_torchrun
+
+NOTEBOOK = "06-checkpoint-resume.ipynb"
+SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
+PARAMETERS = ("device", "processes", "records", "batch_size", "epochs", "every", "keep",
+              "learning_rate", "trials", "num_threads", "seed")
+STEP_LINE = re.compile(r"rank (\d+) pid (\d+) step (\d+)")
+SAID = re.compile(r"(eager|capture|capture-plain): |resum|skipped |error ")  # the script's own lines
+# what the benchmark compares: its label, and the two ways of the ratio
+COMPARISONS = {
+    "capture, epoch readers / capture": ("capture, epoch readers", "capture"),
+    "capture, epoch readers + checkpoints / capture": ("capture, epoch readers + checkpoints", "capture"),
+    "capture, epoch readers + checkpoints / eager + checkpoints": (
+        "capture, epoch readers + checkpoints", "eager + checkpoints"),
+    "eager + checkpoints / eager": ("eager + checkpoints", "eager"),
+}
+HEADLINE_RATIOS = dict(zip(("epoch_readers_over_capture", "resumable_capture_over_capture",
+                            "resumable_capture_over_eager_checkpoints", "eager_checkpoints_over_eager"),
+                           COMPARISONS, strict=True))
+
+
+def load_script() -> ModuleType:
+    """``train_resumable.py``, imported as a module: the notebook runs its training in the kernel
+    too, and shows its code."""
+    if "train_resumable" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("train_resumable", SCRIPT)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["train_resumable"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["train_resumable"]
+
+
+class Setup(NamedTuple):
+    source: Path  # the LMDB the records are copied from
+    train_path: Path  # the first ``records`` records, in the working folder
+    workdir: Path
+    device: str
+    records: int
+    steps_per_epoch: int
+    total_steps: int
+    rank_steps: int  # one rank's steps under torchrun
+    gpus: int
+    dist_device: str  # where the torchrun part runs: the GPUs if there are enough, else CPUs
+    pick: random.Random  # chooses the steps at which processes are killed
+
+
+def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
+    """The notebook's parameters (its ``globals()``) checked, the first ``records`` records copied
+    into ``build/nb06`` (removed at the end); prints what the runs will do. ``history`` is
+    IPython's ``In`` (an unknown parameter that papermill injected is refused by name)."""
+    reject_unknown_parameters(history, NOTEBOOK)
+    device = resolve_device(namespace["device"])
+    at_least(namespace, {
+        "processes": (2, "the torchrun part kills one of several processes"),
+        "epochs": (2, "the first epoch of each benchmark trial is an untimed warm-up"),
+        **dict.fromkeys(("batch_size", "every", "keep", "trials", "num_threads", "launch_timeout"), 1)})
+    records = positive_int("records", namespace["records"] or (16384 if device == "gpu" else 4096))
+    batch_size, epochs, every = namespace["batch_size"], namespace["epochs"], namespace["every"]
+    processes = namespace["processes"]
+    steps_per_epoch = math.ceil(records / batch_size)
+    rank_steps = epochs * math.ceil(math.ceil(records / processes) / batch_size)
+    fewest = min(epochs * steps_per_epoch, rank_steps)
+    if fewest < 2 * every + 3:
+        raise ParameterError(
+            f"parameter every={every} is too large for {fewest} steps: the kills below need two "
+            f"checkpoints before them. Use every <= {(fewest - 3) // 2}, or more records or epochs.")
+    source = Path(namespace["data_path"] or locate_data(verbose=False).mnist_training)
+    gpus = gpu_count()
+    workdir = work_folder("nb06")  # build/nb06, emptied now
+    setup = Setup(source, first_records(source, workdir / "training", records), workdir, device,
+                  records, steps_per_epoch, epochs * steps_per_epoch, rank_steps, gpus,
+                  device if device == "cpu" or gpus >= processes else "cpu",
+                  random.Random(namespace["seed"]))
+    print(f"training on the first {records:,} records of {relative(source)} on {device}: "
+          f"{steps_per_epoch} steps of {batch_size} per epoch, {setup.total_steps} steps in {epochs} "
+          f"epochs, a checkpoint every {every} steps, the last {namespace['keep']} kept")
+    return setup
+
+
+def parameters_of(namespace: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
+    """The parameters as the record keeps them (the data path relative to the checkout)."""
+    return {"data_path": relative(setup.source), **{name: namespace[name] for name in PARAMETERS},
+            "device": setup.device, "records": setup.records}
+
+
+def error_of(action: Callable[[], Any]) -> str:
+    """What ``action`` raises, as ``"Type: message"``; ``"no error"`` if it raises nothing."""
+    try:
+        action()
+    except Exception as error:  # what DALI raises, named in the output
+        return f"{type(error).__name__}: {error}"
+    return "no error"
+
+
+class Killer:
+    """Called with every line the launched processes print: sends ``SIGKILL`` to the process of
+    ``rank`` as soon as it reports step ``step`` (the script prints ``rank R pid P step S``)."""
+
+    def __init__(self, step: int, rank: int = 0, kill: Callable[[int, int], None] = os.kill) -> None:
+        self.step, self.rank, self.kill = step, rank, kill
+        self.killed: int | None = None  # the step reported when the signal was sent
+        self.last_seen = 0
+
+    def __call__(self, line: str) -> None:
+        found = STEP_LINE.fullmatch(line)
+        if not found or int(found[1]) != self.rank:
+            return
+        self.last_seen = int(found[3])
+        if self.killed is None and self.last_seen >= self.step:
+            self.kill(int(found[2]), signal.SIGKILL)
+            self.killed = self.last_seen
+
+
+def quote(lines: Sequence[str]) -> list[str]:
+    """What the script said: not its per-step lines, nor torchrun's report of a failure."""
+    return [f"   | {line}" for line in lines if SAID.match(line)]
+
+
+@dataclass
+class Runs:
+    """The training script's runs with the notebook's parameters: ``args`` builds a command line,
+    ``in_kernel`` runs the training in this kernel, ``killed`` launches it and kills it,
+    ``resumed`` launches it with ``--resume``, ``attempt`` tries a resume that may be refused."""
+
+    script: ModuleType
+    setup: Setup
+    options: dict[str, Any]  # batch_size, epochs, every, keep, learning_rate, seed, num_threads
+    timeout: float
+    say: Callable[[str], None] = print
+    launches: list[Launch] = field(default_factory=list)
+
+    def args(self, name: str, *, mode: str = "eager", folder: Path | None = None, on: str | None = None,
+             every: int | None = None, batch: int | None = None, data: Path | None = None,
+             threads: int | None = None, epochs: int | None = None) -> list[str]:
+        """The script's command line for a run called ``name``: its results in
+        ``build/nb06/<name>.json``, its checkpoints (unless ``every`` is 0) in ``folder``, by
+        default ``build/nb06/<name>``."""
+        o, workdir = self.options, self.setup.workdir
+        every = o["every"] if every is None else every
+        return ["--data", str(data or self.setup.train_path), "--mode", mode,
+                "--device", on or self.setup.device, "--batch-size", str(batch or o["batch_size"]),
+                "--epochs", str(epochs or o["epochs"]), "--every", str(every), "--keep", str(o["keep"]),
+                "--lr", str(o["learning_rate"]), "--seed", str(o["seed"]),
+                "--num-threads", str(threads or o["num_threads"]), "--out", str(workdir / f"{name}.json")
+                ] + (["--checkpoints", str(folder or workdir / name)] if every else [])
+
+    def in_kernel(self, args: Sequence[str]) -> dict[str, Any]:
+        """The script's training in this kernel, its output left out."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            return self.script.run([*args, "--quiet"])
+
+    def _launch(self, args: Sequence[str], nproc: int, on_line: Callable[[str], None] | None) -> Launch:
+        if nproc:
+            return run_torchrun(SCRIPT, args, nproc, timeout=self.timeout, echo=False, on_line=on_line)
+        return run_launches([[sys.executable, str(SCRIPT), *args]], timeout=self.timeout, echo=False,
+                            on_line=on_line)[0]
+
+    def _show(self, launch: Launch) -> None:
+        self.launches.append(launch)
+        self.say(f"$ {display_command(launch.command)}")
+        for line in quote(launch.lines):
+            self.say(line)
+
+    def killed(self, args: Sequence[str], step: int, *, nproc: int = 0,
+               rank: int = 0) -> tuple[Killer, Launch]:
+        """Launch the script (under torchrun with ``nproc`` processes) and ``SIGKILL`` the process
+        of ``rank`` when it reports ``step``. Raises if the launch ends without being killed."""
+        killer = Killer(step, rank)
+        try:
+            self._launch(args, nproc, killer)
+        except LaunchError as error:  # a killed process fails its launch
+            launch = error.launches[0]
+        else:
+            raise AssertionError(f"the launch reached its end before step {step}: it was not killed")
+        self._show(launch)
+        if killer.killed is None:
+            raise AssertionError(f"the launch failed before step {step}: {launch.root_cause}")
+        return killer, launch
+
+    def launched(self, args: Sequence[str], *, nproc: int = 0) -> dict[str, Any]:
+        """Launch the script (under torchrun with ``nproc`` processes) to its end; returns its
+        results (the ``--out`` file)."""
+        launch = self._launch([*args, "--quiet"], nproc, None)
+        self._show(launch)
+        return json.loads(Path(args[list(args).index("--out") + 1]).read_text())
+
+    def resumed(self, args: Sequence[str], *, nproc: int = 0) -> dict[str, Any]:
+        """Launch the script with ``--resume``; returns its results."""
+        return self.launched([*args, "--resume"], nproc=nproc)
+
+    def attempt(self, what: str, checkpoints: Path, args: Sequence[str]) -> dict[str, Any]:
+        """A resume in this kernel that may be refused (the script raises ``UsageError`` with its
+        message); a refusal must leave every file of ``checkpoints`` as it was."""
+        before = checksums(checkpoints)
+        try:
+            result, message = self.in_kernel([*args, "--resume"]), None
+        except UsageError as error:
+            result, message = None, str(error)
+        unchanged = checksums(checkpoints) == before if message else None
+        said = message or (f"resumed from step {result['resumed']['step']}; "
+                           + "; ".join(result["resumed"]["skipped"]))
+        self.say(f"{what}:\n    {said}")
+        return {"refused": message is not None, "message": message, "files_unchanged": unchanged,
+                "result": result}
+
+    def weights(self, name: str) -> Path:
+        return self.setup.workdir / f"{name}.weights.pt"
+
+
+def checksums(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with its SHA-256 (nothing for a folder that does not exist)."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): checkpointing.file_sha256(p) for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def folder(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir())
+
+
+def compare(reference: Mapping[str, Any], resumed: Mapping[str, Any], ref_weights: Path,
+            res_weights: Path) -> dict[str, Any]:
+    """The loss of every step of every rank, and the final weights, bit for bit."""
+    import torch
+
+    a, b = torch.load(ref_weights, map_location="cpu"), torch.load(res_weights, map_location="cpu")
+    same_losses = reference["losses"] == resumed["losses"]
+    same_weights = all(torch.equal(a[k], b[k]) for k in a) and \
+        reference["weights_sha256"] == resumed["weights_sha256"]
+    return {"losses_identical": same_losses, "weights_identical": same_weights,
+            "bit_identical": same_losses and same_weights,
+            "largest_loss_gap": max(abs(x - y) for ra, rb in zip(reference["losses"], resumed["losses"],
+                                                                 strict=False)
+                                    for x, y in zip(ra, rb, strict=False)),  # lengths differ: not identical
+            "largest_weight_gap": max(float((a[k].double() - b[k].double()).abs().max()) for k in a),
+            "steps_compared": sum(len(r) for r in resumed["losses"])}
+
+
+def resume_line(check: Mapping[str, Any], what: str, where: str) -> str:
+    """Whether a resumed run matched the uninterrupted one, and if not by how much."""
+    if check["bit_identical"]:
+        return f"{what} ({where}): bit-identical to the uninterrupted run"
+    return (f"{what} ({where}): NOT bit-identical: largest loss difference {check['largest_loss_gap']:.2e}, "
+            f"largest weight difference {check['largest_weight_gap']:.2e}")
+
+
+def check_resume(check: Mapping[str, Any], what: str, where: str) -> None:
+    """Print whether the resume was exact; on the CPU nothing but bit-identical will do (on a GPU
+    the record keeps the gaps)."""
+    print(resume_line(check, what, where))
+    if where == "cpu":
+        assert check["bit_identical"], f"{what}: the resumed run differs from the uninterrupted one: {check}"
+
+
+def loss_chart(reference: Mapping[str, Any], resumed: Mapping[str, Any], killed: int) -> Any:
+    """The uninterrupted run's loss per step, the resumed process's on top, the kill and the
+    checkpoint used marked."""
+    import numpy as np
+
+    from helpers.plots import legend_below
+    from helpers.plots import new_chart
+
+    at = resumed["resumed"]["step"]
+    steps = np.arange(1, len(reference["losses"][0]) + 1)
+    fig, ax = new_chart(9.0, 3.6)
+    ax.plot(steps, reference["losses"][0], color="tab:gray", lw=3, alpha=0.5, label="uninterrupted")
+    ax.plot(steps[at:], resumed["losses"][0][at:], ".", ms=3, color="tab:blue", label="resumed process")
+    ax.axvline(killed, color="tab:red", ls="--", label=f"SIGKILL (step {killed})")
+    ax.axvline(at, color="tab:green", ls=":", label=f"checkpoint used (step {at})")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (one batch)")
+    ax.set_title("Eager mode: the resumed process continues the uninterrupted run's curve")
+    legend_below(fig, *ax.get_legend_handles_labels(), columns=4)
+    return fig
+
+
+def damage(runs: Runs, copy: Path, reference: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The damaged, missing and incompatible checkpoints, made from ``copy`` (a copy of the killed
+    run's checkpoints): each refused with a message and its files unchanged, except a truncated
+    newest checkpoint, which is skipped for the previous one. Returns the cases and the comparison
+    of that fallback resume with the uninterrupted ``reference``."""
+    workdir, newest = runs.setup.workdir, checkpointing.checkpoints(copy)[0][1]
+    cases: dict[str, Any] = {}
+    truncated = workdir / "truncated"
+    shutil.copytree(copy, truncated)
+    part = truncated / newest.name / "rank-0.pt"
+    part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
+    cases["truncated_newest"] = runs.attempt("newest checkpoint truncated", truncated,
+                                             runs.args("fallback", folder=truncated))
+    cases["truncated_newest"]["left"] = folder(truncated)
+    runs.say(f"    left after the resumed run: {folder(truncated)}")
+    fallback = cases["truncated_newest"].pop("result")
+    corrupt = workdir / "corrupt"
+    shutil.copytree(copy, corrupt)
+    for _, path in checkpointing.checkpoints(corrupt):
+        (path / "model.pt").write_bytes(bytes(b ^ 0xFF for b in (path / "model.pt").read_bytes()))
+    other_dali = workdir / "other-dali"
+    shutil.copytree(copy, other_dali)
+    for _, path in checkpointing.checkpoints(other_dali):
+        manifest = json.loads((path / checkpointing.MANIFEST).read_text())
+        manifest["compat"]["dali"] = "2.3.0"
+        (path / checkpointing.MANIFEST).write_text(json.dumps(manifest))
+    other_data = first_records(runs.setup.train_path, workdir / "other-data", runs.setup.records // 2)
+    refused = {"all_corrupt": ("every checkpoint corrupt", corrupt, {}),
+               "missing": ("checkpoint folder missing", workdir / "no-such-folder", {}),
+               "other_batch_size": ("another batch size", copy, {"batch": runs.options["batch_size"] // 2}),
+               "other_data": ("another data set", copy, {"data": other_data}),
+               "other_dali_version": ("another DALI version", other_dali, {})}
+    for name, (what, where, changes) in refused.items():
+        cases[name] = runs.attempt(what, where, runs.args("x", folder=where, **changes))
+        assert cases[name]["refused"] and cases[name]["files_unchanged"] is not False, name
+    assert not (workdir / "x.json").exists(), "a refused resume wrote results"
+    assert not cases["truncated_newest"]["refused"] and fallback["resumed"]["skipped"]
+    return cases, {**compare(reference, fallback, runs.weights("eager-ref"), runs.weights("fallback")),
+                   "skipped": fallback["resumed"]["skipped"], "resumed_from": fallback["resumed"]["step"],
+                   "resumed": fallback["resumed"]}
+
+
+def kill_step_inside_an_epoch(setup: Setup, every: int) -> int:
+    """A step whose newest checkpoint lies inside an epoch (the resume then takes the eager path
+    for the rest of that epoch), chosen at random."""
+    inside = [s for s in range(2 * every + 1, setup.total_steps - 1)
+              if (s // every * every) % setup.steps_per_epoch]
+    return setup.pick.choice(inside or range(2 * every + 1, setup.total_steps - 1))
+
+
+def kill_step_before_the_last_epoch(setup: Setup, every: int, epochs: int) -> int:
+    """A rank's step whose newest checkpoint lies before the last epoch (the resumed run then
+    crosses an epoch boundary), chosen at random."""
+    per_epoch = setup.rank_steps // epochs
+    before = [s for s in range(2 * every + 1, setup.rank_steps - 1)
+              if s // every * every < (epochs - 1) * per_epoch]
+    return setup.pick.choice(before or range(2 * every + 1, setup.rank_steps - 1))
+
+
+def ratio_record(r: Ratio) -> dict[str, Any]:
+    """A ratio as the record keeps it, with the words of :func:`helpers.benchmarking.versus`."""
+    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials,
+            "verdict": versus(r, "the second").split(" (")[0]}
+
+
+def costs(bench: Any, writes: Sequence[float], resumes: Mapping[str, Mapping[str, Any]], *, every: int,
+          batch_size: int, checkpoint_bytes: int) -> dict[str, Any]:
+    """What a checkpoint costs: the time to write one (``writes``, seconds, from the ``eager +
+    checkpoints`` trainer); for each resume (``resumes``: the script's ``resumed`` results by
+    name) the time its ``restore()`` took and the time until its first step was done (DALI
+    applies a reader's state at the reader's first batch); and what a checkpoint every ``every``
+    steps adds to those steps, estimated from medians (the ratio ``eager + checkpoints / eager``
+    measures it directly)."""
+    step_s = batch_size / bench.estimate("eager")[0]
+    write = summarize([w * 1000 for w in writes])
+    return {"write_ms": write, "restore_ms": summarize([r["seconds"] * 1000 for r in resumes.values()]),
+            "resumes": {name: {"from_step": r["step"], "restore_ms": r["seconds"] * 1000,
+                               "to_first_step_ms": r["to_first_step_seconds"] * 1000}
+                        for name, r in resumes.items()},
+            "step_ms": step_s * 1000, "share_of_steps": write["median"] / 1000 / (every * step_s),
+            "every": every, "bytes": checkpoint_bytes}
+
+
+def cost_lines(cost: Mapping[str, Any], direct: Ratio, processes: int) -> list[str]:
+    """The costs, said: the writes, each resume, the share of the steps, the size."""
+    write, restore = cost["write_ms"], cost["restore_ms"]
+    return [f"writing a checkpoint: median {write['median']:.1f} ms (min {write['min']:.1f}, max "
+            f"{write['max']:.1f}, {write['n']} writes)",
+            f"restoring one (reading and checking its files, loading torch's state, registering "
+            f"DALI's): median {restore['median']:.1f} ms over {restore['n']} resumes; each, and the time "
+            "until its first step was done (DALI applies the reader's state at its first batch; a new "
+            "process's first step is also its first, cold):",
+            *(f"  {name:<12} from step {r['from_step']:>5}: restore {r['restore_ms']:6.1f} ms, first step "
+              f"done after {r['to_first_step_ms']:7.1f} ms" for name, r in cost["resumes"].items()),
+            f"a step: {cost['step_ms']:.1f} ms (eager, from its rate); estimated from medians, one "
+            f"checkpoint every {cost['every']} steps adds {cost['share_of_steps']:.1%} to their time; "
+            f"measured directly, eager + checkpoints / eager: {direct}",
+            f"size of a {processes}-rank checkpoint: {cost['bytes'] / 1e6:.2f} MB"]
+
+
+def reader_states(script: ModuleType, checkpoint: Path, processes: int) -> list[str]:
+    """Each rank's reader state in a checkpoint of the script (its ``rank-R.pt`` parts)."""
+    return [json.loads(script.from_bytes((checkpoint / f"rank-{r}.pt").read_bytes())["dali"])
+            ["states"]["reader"]["state"] for r in range(processes)]
+
+
+def _said(check: Mapping[str, Any]) -> str:
+    return "bit-identical" if check["bit_identical"] else (
+        f"not bit-identical (largest loss difference {check['largest_loss_gap']:.1e})")
+
+
+def conclusion(*, machine: str, checks: Mapping[str, Mapping[str, Any]], dist_device: str,
+               processes: int, refused: int, cost: Mapping[str, Any], bench: Any) -> str:
+    """The answer, from this run: the resumes (``checks``: eager, capture, distributed), the refused
+    checkpoints, the costs and the ratios of the benchmark (``bench``, the harness's results)."""
+    r = {label: bench.ratio(*pair) for label, pair in COMPARISONS.items()}
+    resumable = r["capture, epoch readers + checkpoints / capture"]
+    lines = [
+        f"**The answer on this machine ({machine}).** Killed with `SIGKILL` and resumed from its "
+        f"checkpoints, the training was {_said(checks['eager'])} in eager mode and "
+        f"{_said(checks['capture'])} in capture mode (every step's loss and the final weights "
+        f"against the uninterrupted run); with {processes} ranks under torchrun on {dist_device}, "
+        f"{_said(checks['distributed'])}. {refused} damaged or incompatible checkpoints were refused "
+        "with a message and their files left unchanged; a truncated newest one was skipped for the "
+        "previous one.",
+        f"A checkpoint took {cost['write_ms']['median']:.1f} ms to write and "
+        f"{cost['restore_ms']['median']:.1f} ms to restore (medians); with one every "
+        f"{cost['every']} steps, eager mode was "
+        f"**{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
+        f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
+        f"mode was **{versus(resumable, 'capture mode with one reader')}**, and **"
+        + versus(r["capture, epoch readers + checkpoints / eager + checkpoints"],
+                 "eager mode with checkpoints")
+        + "**.",
+    ]
+    eager = ("What to do: checkpoint eager loops with DALI's `Checkpoint` inside a durable checkpoint "
+             "of your own.")
+    if resumable.high < 1:
+        lines.append(f"{eager} A resumable capture loop pays for a new reader, trace and pipeline "
+                     "every epoch: measure it on your model before you choose it.")
+    elif resumable.low > 1:
+        lines.append(f"{eager} Here the resumable capture loop was faster than one reader for all "
+                     "epochs; measure it on your model before you rely on that.")
+    else:
+        lines.append(f"{eager} This run cannot tell what making a capture loop resumable costs: "
+                     "more rounds (`trials`) narrow the interval; measure it on your model.")
+    return "\n\n".join(lines)
+
+
+def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The notebook's ``(headline, results)``, from what its lessons made (``lessons``: its
+    ``globals()``): the eager kill (``killer``, ``killed_launch``, ``resumed``, ``eager_check``)
+    and its damaged copies (``fallback``, ``bad``), the capture kill (``capture_killer``,
+    ``capture_res``, ``capture_check``), the torchrun kill (``dist_killer``, ``dist_launch``,
+    ``dist_res``, ``dist_check``, ``parts``, ``states``, ``crossed``), DALI's API demo, the
+    harness's ``bench`` and the ``cost``."""
+    g = lessons
+    setup, processes, bench, cost = g["setup"], g["processes"], g["bench"], g["cost"]
+    killer, killed, resumed, check = g["killer"], g["killed_launch"], g["resumed"], g["eager_check"]
+    fallback, bad = g["fallback"], g["bad"]
+    capture_killer, capture_resumed, capture_check = g["capture_killer"], g["capture_res"], g["capture_check"]
+    dist_killer, dist_launch, dist_resumed = g["dist_killer"], g["dist_launch"], g["dist_res"]
+    dali_api = {key: g[key] for key in ("restore_identical", "save_without_seq",
+                                        "capture_with_checkpointing")}
+    ratios = {label: ratio_record(bench.ratio(*pair)) for label, pair in COMPARISONS.items()}
+    at = resumed["resumed"]["step"]
+    resume = {"signal": "SIGKILL", "kill_step": killer.killed, "chosen_step": g["chosen_step"],
+              "returncode": killed.returncode, "resumed_from": at, "steps_redone": killer.killed - at,
+              **check,
+              "corrupt_checkpoint_rejected": bool(fallback["skipped"]) and bad["all_corrupt"]["refused"],
+              "fallback": {k: v for k, v in fallback.items() if k != "resumed"}}
+    headline = {"kill_step": killer.killed, "resumed_from": at, "bit_identical": int(check["bit_identical"]),
+                "checkpoint_write_ms": cost["write_ms"]["median"],
+                "checkpoint_restore_ms": cost["restore_ms"]["median"],
+                "checkpoint_share_of_steps": cost["share_of_steps"],
+                **{key: ratios[label]["ratio"] for key, label in HEADLINE_RATIOS.items()}}
+    results = {
+        "resume": resume,
+        "capture_resume": {"signal": "SIGKILL", "kill_step": capture_killer.killed,
+                           "resumed_from": capture_resumed["resumed"]["step"],
+                           "fast_forward_batches": capture_resumed["fast_forward_batches"], **capture_check},
+        "distributed": {"signal": "SIGKILL", "processes": processes, "device": setup.dist_device,
+                        "killed_rank": processes - 1, "kill_step": dist_killer.killed,
+                        "root_cause": dist_launch.root_cause, "resumed_from": dist_resumed["resumed"]["step"],
+                        "parts": sorted(g["parts"]), "distinct_reader_states": len(set(g["states"])),
+                        "epoch_boundaries_after_resume": g["crossed"], **g["dist_check"]},
+        "bad_inputs": dict(bad), "dali_api": dict(dali_api),
+        "benchmark": {"configurations": {w.name: [{"samples_per_s": rate} for rate in bench.rates(w.name)]
+                                         for w in bench.ways},
+                      "summary": {w.name: summarize(bench.rates(w.name)) for w in bench.ways},
+                      "ratios": ratios, "harness": bench.as_record()},
+        "checkpoint_cost": dict(cost), "steps_per_epoch": setup.steps_per_epoch,
+        "total_steps": setup.total_steps,
+        "bit_identical_required_on": "cpu",  # on a GPU the gaps are recorded, not asserted
+    }
+    return headline, results
+
+
+__all__ = ["COMPARISONS", "Killer", "Runs", "Setup", "check_resume", "checksums", "compare", "conclusion",
+           "cost_lines", "costs", "damage", "error_of", "folder", "kill_step_before_the_last_epoch",
+           "kill_step_inside_an_epoch", "load_script", "loss_chart", "parameters_of", "quote",
+           "reader_states", "record", "resume_line", "set_up"]

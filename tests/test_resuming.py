@@ -1,0 +1,122 @@
+"""helpers.resuming, notebook 06's machinery: the killer, the kill steps, the costs and the
+sentences of the conclusion, each worded by its interval."""
+
+from __future__ import annotations
+
+import random
+import signal
+from pathlib import Path
+
+import pytest
+
+from helpers.benchmarking import Ratio
+from helpers.resuming import COMPARISONS
+from helpers.resuming import Killer
+from helpers.resuming import Setup
+from helpers.resuming import conclusion
+from helpers.resuming import cost_lines
+from helpers.resuming import costs
+from helpers.resuming import error_of
+from helpers.resuming import kill_step_before_the_last_epoch
+from helpers.resuming import kill_step_inside_an_epoch
+from helpers.resuming import quote
+from helpers.resuming import resume_line
+
+
+def test_the_killer_signals_the_watched_rank_once_at_or_after_its_step() -> None:
+    sent: list[tuple[int, int]] = []
+    killer = Killer(step=5, rank=1, kill=lambda pid, sig: sent.append((pid, sig)))
+    for line in ["rank 0 pid 10 step 6", "rank 1 pid 11 step 4", "eager: 2 process(es)",
+                 "rank 1 pid 11 step 5", "rank 1 pid 11 step 6"]:
+        killer(line)
+    assert sent == [(11, signal.SIGKILL)]
+    assert killer.killed == 5 and killer.last_seen == 6
+
+
+def test_quote_keeps_the_scripts_own_lines_only() -> None:
+    lines = ["rank 0 pid 1 step 3", "resumed from step-00000020 (step 20) in 9.1 ms",
+             "eager: 1 process(es) on cpu", "torch.distributed.elastic... failed", "error (rank 0): x"]
+    assert quote(lines) == ["   | resumed from step-00000020 (step 20) in 9.1 ms",
+                            "   | eager: 1 process(es) on cpu", "   | error (rank 0): x"]
+
+
+def test_error_of_names_what_an_action_raises() -> None:
+    assert error_of(lambda: int("x")).startswith("ValueError: invalid literal")
+    assert error_of(lambda: None) == "no error"
+
+
+def _setup(steps_per_epoch: int = 16, epochs: int = 3, rank_steps: int = 24) -> Setup:
+    return Setup(Path("s"), Path("t"), Path("w"), "cpu", 1024, steps_per_epoch,
+                 epochs * steps_per_epoch, rank_steps, 0, "cpu", random.Random(0))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_capture_kill_step_has_its_newest_checkpoint_inside_an_epoch(seed: int) -> None:
+    setup = _setup()._replace(pick=random.Random(seed))
+    step = kill_step_inside_an_epoch(setup, every=5)
+    assert 11 <= step < setup.total_steps - 1
+    assert (step // 5 * 5) % setup.steps_per_epoch != 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_torchrun_kill_step_leaves_an_epoch_boundary_to_cross(seed: int) -> None:
+    setup = _setup()._replace(pick=random.Random(seed))
+    step = kill_step_before_the_last_epoch(setup, every=5, epochs=3)
+    assert 11 <= step < setup.rank_steps - 1
+    assert step // 5 * 5 < 2 * (setup.rank_steps // 3)
+
+
+class _Bench:
+    """The part of helpers.harness.Results that costs() and conclusion() read."""
+
+    def __init__(self, eager_rate: float, ratios: dict[str, Ratio]) -> None:
+        self.eager_rate, self.ratios = eager_rate, ratios
+
+    def estimate(self, name: str) -> tuple[float, float, float]:
+        assert name == "eager"
+        return self.eager_rate, self.eager_rate, self.eager_rate
+
+    def ratio(self, a: str, b: str) -> Ratio:
+        return self.ratios[f"{a} / {b}"] if f"{a} / {b}" in self.ratios else Ratio(1.0, 0.9, 1.1, 5, True)
+
+
+def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() -> None:
+    resumes = {"eager": {"step": 20, "seconds": 0.010, "to_first_step_seconds": 0.2},
+               "capture": {"step": 30, "seconds": 0.006, "to_first_step_seconds": 0.5}}
+    cost = costs(_Bench(6400.0, {}), [0.010, 0.030, 0.020], resumes, every=20, batch_size=64,
+                 checkpoint_bytes=1_000_000)
+    assert cost["step_ms"] == pytest.approx(10.0)  # 64 samples at 6,400 samples/s
+    assert cost["share_of_steps"] == pytest.approx(20.0 / (20 * 10.0))
+    assert cost["restore_ms"]["median"] == pytest.approx(8.0)
+    assert cost["resumes"]["capture"] == pytest.approx({"from_step": 30, "restore_ms": 6.0,
+                                                        "to_first_step_ms": 500.0})
+    lines = cost_lines(cost, Ratio(0.9, 0.8, 1.0, 5, True), processes=2)
+    assert "median 20.0 ms (min 10.0, max 30.0, 3 writes)" in lines[0]
+    assert any("capture" in line and "first step done after   500.0 ms" in line for line in lines)
+    assert lines[-1] == "size of a 2-rank checkpoint: 1.00 MB"
+
+
+@pytest.mark.parametrize("resumable,words", [
+    (Ratio(0.45, 0.35, 0.57, 5, True), "pays for a new reader"),
+    (Ratio(1.30, 1.10, 1.50, 5, True), "was faster than one reader"),
+    (Ratio(0.90, 0.70, 1.10, 5, True), "cannot tell what making a capture loop resumable costs"),
+])
+def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Ratio, words: str) -> None:
+    label = "capture, epoch readers + checkpoints / capture"
+    assert label in COMPARISONS
+    bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): resumable})
+    same = {"bit_identical": True}
+    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20}
+    text = conclusion(machine="gpu, H200", checks={"eager": same, "capture": same, "distributed": same},
+                      dist_device="cpu", processes=2, refused=6, cost=cost, bench=bench)
+    assert words in text
+    assert "bit-identical in eager mode and bit-identical in capture mode" in text
+    assert "6 damaged or incompatible checkpoints were refused" in text
+
+
+def test_a_resume_that_differs_is_said_with_its_gaps() -> None:
+    differs = {"bit_identical": False, "largest_loss_gap": 2.5e-6, "largest_weight_gap": 1e-7}
+    assert resume_line(differs, "eager", "gpu") == ("eager (gpu): NOT bit-identical: largest loss "
+                                                    "difference 2.50e-06, largest weight difference 1.00e-07")
+    same = resume_line({"bit_identical": True}, "eager", "cpu")
+    assert same.endswith("bit-identical to the uninterrupted run")
