@@ -10,9 +10,11 @@ What each figure is, as NVML defines it: ``gpu_pct`` the share of time in which 
 kernels ran on the GPU (not how many of its multiprocessors they kept busy); ``nvdec_pct`` and
 ``nvjpg_pct`` the share of time the video decoders and the JPEG decoders were busy, averaged over
 all the engines of each kind (an H200 has seven of each: one engine busy all the time reads about
-14%). NVML averages each reading over its own sampling period (a fraction of a second), so a
-trial should last a second or more. ``cpu_pct``: the machine's CPU time over the trial, as a
-share of all its cores (psutil), measured with or without NVML.
+14%). NVML averages each reading over its own sampling period (a fraction of a second, which it
+reports), so a reading taken early in a trial still holds the work before it: the sampler keeps
+only the readings taken one period or more after a trial began. A trial shorter than that has
+none (None), and a trial should last a second or more. ``cpu_pct``: the machine's CPU time over
+the trial, as a share of all its cores (psutil), measured with or without NVML.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class Sampler:
                 self.handle = None
                 self.why_not = f"NVML cannot be read here ({type(error).__name__})"
         self.readers = self._readers()
+        self.settle_s = self._period_s() if self.readers else 0.0
         if not self.available:
             say(f"Hardware sampler: {self.why_not}; no GPU engine utilization is recorded "
                 "(the CPU's is).")
@@ -111,6 +114,17 @@ class Sampler:
             readers[key] = read
         return readers
 
+    def _period_s(self) -> float:
+        """The longest sampling period NVML reports for the engines' readings (in seconds): a
+        reading averages the work of that long before it. 1 s where NVML reports none."""
+        periods = []
+        for call in ("nvmlDeviceGetDecoderUtilization", "nvmlDeviceGetJpgUtilization"):
+            try:
+                periods.append(getattr(self.nvml, call)(self.handle)[1] / 1e6)
+            except Exception:  # noqa: BLE001  (an engine or a call this GPU or driver lacks)
+                continue
+        return max(periods, default=1.0)
+
     def read(self) -> dict[str, float]:
         """One reading of every engine NVML reports on this GPU."""
         return {key: read() for key, read in self.readers.items()}
@@ -122,6 +136,8 @@ class Sampler:
 
         def poll() -> None:
             while not stop.wait(self.interval):
+                if time.perf_counter() - start < self.settle_s:  # it would still hold the work before
+                    continue
                 for key, value in self.read().items():
                     busy.readings[key].append(value)
 

@@ -35,6 +35,12 @@ class FakeNVML:
 
     def __init__(self) -> None:
         self.decoder = iter([14.0] + [28.0] * 10_000)
+        self.busy_before: float | None = None  # until then the decoder reads 90% (a previous trial)
+
+    def next_decoder_reading(self) -> float:
+        if self.busy_before is not None and time.perf_counter() < self.busy_before:
+            return 90.0
+        return next(self.decoder)
 
     def nvmlInit(self) -> None:
         pass
@@ -52,7 +58,7 @@ class FakeNVML:
         return SimpleNamespace(gpu=40, memory=5)
 
     def nvmlDeviceGetDecoderUtilization(self, handle: str):
-        return [next(self.decoder), 166_666]
+        return [self.next_decoder_reading(), 166_666]
 
     def nvmlDeviceGetJpgUtilization(self, handle: str):
         raise self.NVMLError("Not Supported")
@@ -65,7 +71,7 @@ def test_with_nvml_it_records_each_engine_the_gpu_reports(monkeypatch) -> None:
     assert sampler.available and sampler.name == "NVIDIA H200"
     assert set(sampler.readers) == {"gpu_pct", "nvdec_pct"}  # no JPEG engine: not read
     with sampler.sample() as busy:
-        time.sleep(0.2)
+        time.sleep(0.35)  # the readings of its first 0.17 s (NVML's sampling period) left out
     record = busy.as_dict()
     assert record["nvml_samples"] >= 5
     assert record["nvdec_pct"] == pytest.approx(28.0) and record["nvdec_max_pct"] == 28.0
@@ -88,3 +94,20 @@ def test_an_unknown_gpu_gets_one_reader_and_a_line_saying_what_to_set(name) -> N
     said = []
     assert video_decoders(name, say=said.append) == 1
     assert len(said) == 1 and "`readers`" in said[0]
+
+
+def test_readings_within_nvmls_sampling_period_of_a_trials_start_are_left_out(monkeypatch) -> None:
+    """NVML averages each reading over its sampling period: one taken early in a trial still holds
+    the previous trial's work (here the decoder at 90% for 0.1 s after the trial starts)."""
+    fake = FakeNVML()
+    monkeypatch.setattr(hardware, "_load_nvml", lambda: fake)
+    sampler = hardware.Sampler(interval=0.01, say=pytest.fail)
+    assert sampler.settle_s == pytest.approx(0.166666)
+    fake.busy_before = time.perf_counter() + 0.1
+    with sampler.sample() as busy:
+        time.sleep(0.4)
+    record = busy.as_dict()
+    assert record["nvdec_max_pct"] == 28.0 and 5 <= record["nvml_samples"] <= 25
+    with sampler.sample() as busy:  # shorter than the period: no reading is clean
+        time.sleep(0.05)
+    assert busy.as_dict()["nvdec_pct"] is None and busy.as_dict()["nvml_samples"] == 0
