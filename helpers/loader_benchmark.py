@@ -209,11 +209,36 @@ def which_mode(dynamic_over_pipeline: Ratio) -> str:
     return "either, by the code you prefer: these rounds cannot tell the two modes apart"
 
 
-def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str, str]) -> str:
+def knob_findings(results: Results) -> str:
+    """What the knobs' rounds showed, each knob's way paired with the same way without it: the
+    knobs that made a loader faster and those that made it slower, by their 95% intervals, and
+    how many the rounds could not tell apart from the way without them."""
+    faster, slower, ties = [], [], 0
+    for w in results.ways:
+        if not getattr(w, "against", None):
+            continue
+        r = results.ratio(w.name, w.against)
+        said = f"{w.knob} (`{w.name}`: {r})"
+        if r.low > 1:
+            faster.append(said)
+        elif r.high < 1:
+            slower.append(said)
+        else:
+            ties += 1
+    parts = [f"faster with {'; '.join(faster)}" if faster else "no knob made a loader faster by its interval",
+             *([f"slower with {'; '.join(slower)}"] if slower else []),
+             f"{ties} other knob setting(s) not told apart from the way without them"]
+    return "- **The knobs**, in their own rounds (each against the same way without it): " + \
+        "; ".join(parts) + "."
+
+
+def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str, str],
+           knobs: Results | None = None) -> str:
     """The conclusion in Markdown, from the confirmation's rounds: the best of each kind (or the
     tie), dynamic mode against pipeline mode at the same knobs, against the best DataLoader and
     against training alone at its batch size (``references``: ``"same knobs"``, ``"ceiling"``
-    and ``"pipeline default"`` name the ways), and which mode to pick."""
+    and ``"pipeline default"`` name the ways), which mode to pick, and with ``knobs`` (the knobs'
+    rounds) what each knob did."""
     dynamic, loader = picks["dynamic"].best, picks["dataloader"].best
     same = results.ratio(dynamic, references["same knobs"])
     return "\n".join([
@@ -224,6 +249,7 @@ def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str,
         f"- **Pipeline mode** at its best: {_pick_words(results, picks['pipeline'])}; at its defaults "
         f"(`{references['pipeline default']}`) {_rate(results, references['pipeline default'])}.",
         f"- **The DataLoader** at its best: {_pick_words(results, picks['dataloader'])}.",
+        *([knob_findings(knobs)] if knobs is not None else []),
         f"- **Pick** for this light model: {which_mode(same)}.",
     ])
 

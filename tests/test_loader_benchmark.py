@@ -12,6 +12,7 @@ from helpers.loader_benchmark import answer
 from helpers.loader_benchmark import batch_series
 from helpers.loader_benchmark import best
 from helpers.loader_benchmark import guards
+from helpers.loader_benchmark import knob_findings
 from helpers.loader_benchmark import knob_table
 from helpers.loader_benchmark import profile_top
 from helpers.loader_benchmark import record
@@ -183,3 +184,22 @@ def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filen
 
     assert _short((filename, 176, "f")) == expected
     assert (_package((filename, 176, "f")) == "DALI (Python side)") == ("nvidia" in filename)
+
+
+def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
+    base = way("capture", 64, make, "batch size")
+    ways = [base, way("capture", 1024, make, "batch size", against=base),
+            way("eager", 64, make, "eager mode", against=base),
+            way("capture", 128, make, "batch size", against=base)]
+    results = fake_results({"capture b64": [100, 110, 105], "capture b1024": [300, 330, 310],
+                            "eager b64": [50, 52, 49], "capture b128": [101, 108, 107]}, ways)
+    text = knob_findings(results)
+    faster = results.ratio("capture b1024", "capture b64")
+    assert f"faster with batch size (`capture b1024`: {faster})" in text
+    assert "slower with eager mode (`eager b64`: " in text
+    assert "1 other knob setting(s) not told apart" in text
+    picks = {"dynamic": results.pick(["capture b1024"]), "pipeline": results.pick(["capture b64"]),
+             "dataloader": results.pick(["eager b64"])}
+    references = {"pipeline default": "capture b64", "same knobs": "capture b64", "ceiling": "capture b64"}
+    assert text in answer(results, picks, references, knobs=results)
+    assert text not in answer(results, picks, references)
