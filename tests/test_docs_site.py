@@ -955,11 +955,9 @@ NOT_YET: dict[str, dict[str, str]] = {
     },
     "screens": {
         "notebooks/06-checkpoint-resume.html": "not rewritten yet: 15.4 screens",
-        "notebooks/07-video-clips.html": "rewritten, still 17.7 screens: its sections 5 and 6 to fold or cut",
     },
     "phone_screens": {
         "notebooks/06-checkpoint-resume.html": "not rewritten yet: 31.2 screens",
-        "notebooks/07-video-clips.html": "rewritten, still over 28 screens on a phone",
     },
 }
 

@@ -1,0 +1,923 @@
+"""Notebook 07's bookkeeping, kept out of its lessons: the set-up (the parameters checked, each
+None replaced by this machine's default, the videos found and checked), the clips' cost, the
+tables and charts of its harness runs, sections 5 and 6 (the same best ways over other builds of
+the embedded set) run in one call each, the goals, the bad-folder demonstration, the sentences it
+generates (each comparison worded by its 95% interval, :func:`helpers.benchmarking.versus`) and
+its record, built in one call.
+
+The DALI calls (the readers, ``next_epoch``, the decode and resize, the pipeline-mode definition),
+the loaders and the model stay in the notebook, where the reader sees them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from typing import NamedTuple
+
+import numpy as np
+
+from helpers import video_clips
+from helpers.benchmarking import Ratio
+from helpers.benchmarking import versus
+from helpers.data_sources import DataSourceError
+from helpers.devices import resolve_device
+from helpers.devices import skip_message
+from helpers.devices import torch_device
+from helpers.devices import video_decoders
+from helpers.embedded_video import first_packets
+from helpers.embedded_video import keyframes
+from helpers.hardware import Sampler
+from helpers.harness import Harness
+from helpers.harness import Results
+from helpers.harness import Way
+from helpers.parameters import ParameterError
+from helpers.parameters import at_least
+from helpers.parameters import positive_ints
+from helpers.parameters import reject_unknown_parameters
+from helpers.paths import relative
+from helpers.paths import work_folder
+from helpers.video_sources import VideoFolder
+from helpers.video_sources import check_video_folder
+from helpers.video_sources import locate_videos
+from helpers.video_sources import native_log
+from helpers.video_sources import probe_video
+
+NOTEBOOK = "07-video-clips.ipynb"
+GOAL_GOP = 64  # section 5: the same videos with keyframes this far apart
+DEFAULTS = {  # each None parameter: its value on a GPU, on a CPU
+    "codec": ("h264", "vp9"),
+    "resolution": ("1280x720", "320x240"),
+    "frames": (160, 64),
+    "videos_per_class": (6, 2),
+    "clip_frames": (16, 8),
+    "clip_size": (112, 64),
+    "batch_size": (8, 4),
+    "trials": (4, 3),
+    "sweep": (["480x272/16", "1920x1080/16"], ["160x120/16"]),
+    "sweep_trials": (3, 2),
+}
+POSITIVE = (
+    "clip_frames",
+    "stride",
+    "gop",
+    "step",
+    "clip_size",
+    "batch_size",
+    "threads",
+    "decoder_threads",
+    "trials",
+    "videos_per_class",
+    "sweep_trials",
+    "readers",
+    "frames",
+)
+GOALS = {"fed": 0.85, "alone": 5, "limit": 0.85, "threads": 0.95, "hevc": 0.95}
+
+
+class Settings(NamedTuple):
+    """The parameters resolved for this machine; the first 15 are what the notebook's cells use."""
+
+    device: str
+    on_gpu: bool
+    device_id: int | None
+    decode_on: str
+    model_device: str
+    sampler: Sampler
+    folder: VideoFolder
+    readers: int
+    reader_counts: list[int]
+    dataloader_workers: list[int]
+    clip_frames: int
+    step: int
+    clip_size: int
+    batch_size: int
+    trials: int
+    # the rest: what the folded sections, the record and the sentences read
+    stride: int
+    gop: int
+    threads: int
+    decoder_threads: int
+    seed: int
+    codec: str | None
+    width: int | None
+    height: int | None
+    frames: int
+    videos_per_class: int
+    sweep: list[tuple[int, int, int]]
+    sweep_trials: int
+    video_dir: str | None
+    resolution: str | None
+
+
+def size_of(text: str, name: str) -> tuple[int, int]:
+    """``"WIDTHxHEIGHT"`` as two positive ints, or a ParameterError naming ``name``."""
+    width, _, height = str(text).partition("x")
+    if not (width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+        raise ParameterError(f"{name}: WIDTHxHEIGHT in pixels, such as '1280x720', not {text!r}")
+    return int(width), int(height)
+
+
+def sweep_settings(entries: Sequence[str]) -> list[tuple[int, int, int]]:
+    """The ``sweep`` parameter's ``"WIDTHxHEIGHT/GOP"`` entries as ``(width, height, gop)``."""
+    settings = []
+    for entry in entries:
+        size, _, gop = str(entry).partition("/")
+        if not gop.isdigit() or int(gop) < 1:
+            raise ParameterError(f"sweep: entries 'WIDTHxHEIGHT/GOP' such as '1280x720/16', not {entry!r}")
+        try:
+            settings.append((*size_of(size, "sweep"), int(gop)))
+        except ParameterError:
+            raise ParameterError(
+                f"sweep: entries 'WIDTHxHEIGHT/GOP' such as '1280x720/16', not {entry!r}"
+            ) from None
+    return settings
+
+
+def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
+    """The notebook's parameters (its ``globals()``) checked, each None replaced by this machine's
+    default (the GPU's video decoders for ``readers``), the embedded set found or built (or
+    ``video_dir`` taken), and every file checked with PyAV before DALI reads one; prints what it
+    found. ``history`` is IPython's ``In`` (an unknown injected parameter is refused by name)."""
+    reject_unknown_parameters(history, NOTEBOOK)
+    device = resolve_device(given["device"])
+    on_gpu, cores = device == "gpu", os.cpu_count() or 1
+    p = {
+        **given,
+        **{k: given[k] if given[k] is not None else v[0 if on_gpu else 1] for k, v in DEFAULTS.items()},
+    }
+    sampler = Sampler()  # NVML: the GPU's engines during each trial (none on a CPU: it says so)
+    p["readers"] = p["readers"] or (video_decoders(sampler.name) if on_gpu else cores)
+    p["step"] = p["step"] or p["gop"]
+    at_least(p, dict.fromkeys(POSITIVE, 1))
+    reader_counts = positive_ints(
+        "reader_counts",
+        p["reader_counts"] or sorted({n for n in (1, 2, 4) if n < p["readers"]} | {p["readers"]}),
+    )
+    workers = positive_ints(
+        "dataloader_workers", p["dataloader_workers"] or sorted({max(1, cores // 2), cores})
+    )
+    sweep, (width, height) = sweep_settings(p["sweep"]), size_of(p["resolution"], "resolution")
+    codec = p["codec"] if p["video_dir"] is None else None
+    root = (
+        p["video_dir"]
+        or locate_videos(
+            codec=codec,
+            width=width,
+            height=height,
+            frames=p["frames"],
+            gop=p["gop"],
+            per_class=p["videos_per_class"],
+            verbose=False,
+        ).root
+    )
+    try:  # every file checked (headers and packet timestamps, no decoding) before DALI reads one
+        folder = check_video_folder(
+            root, device=device, clip_frames=p["clip_frames"], stride=p["stride"], legacy=on_gpu
+        )
+    except DataSourceError as error:
+        raise DataSourceError(f"video_dir: {error}") from None
+    print(folder.describe())
+    print(
+        f"{p['readers']} readers at most (reader counts compared: {reader_counts}); "
+        f"GPU: {sampler.name or 'none'}"
+    )
+    return Settings(
+        device,
+        on_gpu,
+        0 if on_gpu else None,
+        "gpu" if on_gpu else "cpu",
+        torch_device(device),
+        sampler,
+        folder,
+        p["readers"],
+        reader_counts,
+        workers,
+        p["clip_frames"],
+        p["step"],
+        p["clip_size"],
+        p["batch_size"],
+        p["trials"],
+        p["stride"],
+        p["gop"],
+        p["threads"],
+        p["decoder_threads"],
+        p["seed"],
+        codec,
+        width if codec else None,
+        height if codec else None,
+        p["frames"],
+        p["videos_per_class"],
+        sweep,
+        p["sweep_trials"],
+        None if p["video_dir"] is None else relative(p["video_dir"]),
+        given["resolution"],
+    )
+
+
+# --- what a clip costs a decoder ---------------------------------------------------------------
+
+
+def clips_and_cost(
+    files: Sequence[Path],
+    labels: Sequence[int],
+    frames: Sequence[int],
+    *,
+    clip_frames: int,
+    stride: int,
+    step: int,
+) -> tuple[list[video_clips.Clip], float]:
+    """Every clip the readers cut from ``files`` (:func:`helpers.video_clips.clip_list`), and the
+    mean of the frames each costs a decoder from its keyframe (PyAV reads the keyframes)."""
+    clips = video_clips.clip_list(files, labels, frames, clip_frames=clip_frames, stride=stride, step=step)
+    keys = {Path(f): keyframes(Path(f)) for f in files}
+    cost = statistics.mean(
+        video_clips.decoded_frames(c.start, clip_frames, stride, keys[c.path]) for c in clips
+    )
+    return clips, cost
+
+
+@dataclass(frozen=True)
+class VideoSet:
+    """An embedded set built at another setting: its folder, clips and their mean cost."""
+
+    label: str
+    root: Path
+    clips: list[video_clips.Clip]
+    cost: float
+
+
+def embedded_set(s: Settings, *, codec: str, width: int, height: int, gop: int, per_class: int) -> VideoSet:
+    """The embedded set at these settings (built on first use), with its clips at the notebook's
+    clip rule. Its label: ``"h264, gop 64"``, or ``"480x272, gop 16"`` at another frame size."""
+    found = locate_videos(
+        codec=codec, width=width, height=height, frames=s.frames, gop=gop, per_class=per_class, verbose=False
+    )
+    clips, cost = clips_and_cost(
+        found.files,
+        [found.classes.index(f.parent.name) for f in found.files],
+        [probe_video(f).frames for f in found.files],
+        clip_frames=s.clip_frames,
+        stride=s.stride,
+        step=s.step,
+    )
+    same_size = (width, height) == (s.width, s.height)
+    return VideoSet(f"{codec if same_size else f'{width}x{height}'}, gop {gop}", found.root, clips, cost)
+
+
+def frames_per_clip(
+    cost: float, run_frames: int, part: Sequence[video_clips.Clip], clip_frames: int, stride: int
+) -> dict[str, float]:
+    """The frames a clip costs a decoder, by kind of way: the readers and PyAV from the keyframe
+    before it, ``decoders.video`` from the file's first frame, straight-through decoding a run."""
+    from_start = statistics.mean(c.start + video_clips.clip_span(clip_frames, stride) for c in part)
+    return {"pyav": cost, "dali": cost, "pipeline": cost, "limit": run_frames, "decoders.video": from_start}
+
+
+def scaled(r: Ratio, k: float) -> Ratio:
+    """A ratio of clips/s as a ratio of decoded frames/s (``k``: the ratio of frames a clip)."""
+    return Ratio(r.ratio * k, r.low * k, r.high * k, r.trials, r.paired)
+
+
+def decoded_share(results: Results, name: str, limit: str, per_clip: Mapping[str, float]) -> Ratio:
+    """A way's decoded frames/s over straight-through decoding's, paired by round."""
+    kind = results.way(name).kind
+    return scaled(results.ratio(name, limit), per_clip[kind] / per_clip[results.way(limit).kind])
+
+
+def busy(results: Results, name: str, key: str = "nvdec_pct") -> float | None:
+    """The mean of an engine's NVML readings over the way's trials; None where NVML read none."""
+    values = results.values(name, key)
+    return statistics.fmean(values) if values else None
+
+
+def alone_table(alone: Results, limit: str, per_clip: Mapping[str, float]) -> Any:
+    """The harness's table of the ways alone, with the frames a clip costs by its rule and the
+    decoded frames/s as a share of straight-through decoding."""
+    table = alone.table()
+    table["frames / clip (rule)"] = [round(per_clip[w.kind], 1) for w in alone.ways]
+    table["share of straight-through"] = [
+        str(decoded_share(alone, w.name, limit, per_clip)) for w in alone.ways
+    ]
+    return table
+
+
+def limit_sentence(alone: Results, limit: str, per_clip: Mapping[str, float]) -> str:
+    """Whether straight-through decoding bounded the other ways, decided by decoded frames/s and
+    their intervals (NVDEC's readings are reported beside it, not used to decide)."""
+    shares = {w.name: decoded_share(alone, w.name, limit, per_clip) for w in alone.ways if w.name != limit}
+    above = {n: r for n, r in shares.items() if r.low > 1}
+    nearest = max(shares, key=lambda n: shares[n].ratio)
+    if above:
+        name = max(above, key=lambda n: above[n].ratio)
+        said = (
+            f"`{name}` decoded more frames/s than straight-through decoding ({above[name]}): straight-"
+            "through decoding is a reference here, not this machine's decode limit"
+        )
+    elif shares[nearest].high < 1:
+        said = (
+            "every way decoded fewer frames/s than straight-through decoding (the nearest, "
+            f"`{nearest}`, {shares[nearest]}): here it bounded them all"
+        )
+    else:
+        said = (
+            f"the nearest way, `{nearest}`, decoded frames/s not distinguishable from straight-through "
+            f"decoding ({shares[nearest]}), and none decoded more by its interval"
+        )
+    nvdec = {n: v for n, v in ((w.name, busy(alone, w.name)) for w in alone.ways) if v is not None}
+    if nvdec:
+        busiest = max(nvdec, key=nvdec.get)
+        said += (
+            f" (NVDEC busy: straight-through {nvdec.get(limit, 0):.0f}%, the busiest way, `{busiest}`, "
+            f"{nvdec[busiest]:.0f}%)"
+        )
+    return f"Decoded frames/s, by the rule's frames a clip: {said}."
+
+
+def show_alone(
+    alone: Results,
+    *,
+    dali: Sequence[str],
+    counts: Mapping[str, int],
+    clip_frames: int,
+    clip_size: int,
+) -> None:
+    """The chart of the DALI ways alone: clips/s and NVDEC busy against the readers."""
+    import matplotlib.pyplot as plt
+
+    from helpers.plots import scaling_chart
+
+    scaling_chart(
+        {counts[n]: alone.rates(n) for n in dali},
+        {counts[n]: busy(alone, n) for n in dali},
+        xlabel="DALI readers (one shard, one thread each)",
+        ylabel="clips/s (alone)",
+        busy_label="NVDEC busy",
+        title=f"One reader per decoder: {clip_frames}-frame clips at "
+        f"{clip_size}px, {len(alone.rates(dali[0]))} rounds",
+    )
+    plt.show()
+
+
+# --- sections 5 and 6: the best ways over other builds of the embedded set ---------------------
+
+
+@dataclass
+class Variants:
+    """Section 5: the best DALI way alone over the main set and its GOP and codec variants, and
+    HEVC feeding the model against training alone (GPU only)."""
+
+    alone: Results
+    costs: dict[str, float]
+    hevc_fed: Results | None = None
+    hevc: str | None = None
+    ceiling: str | None = None
+
+    @property
+    def hevc_ratio(self) -> Ratio | None:
+        return None if self.hevc_fed is None else self.hevc_fed.ratio(self.hevc, self.ceiling)
+
+    def table(self) -> Any:
+        first = self.alone.ways[0].name
+        table = self.alone.table().rename(index=lambda name: name.split(":")[0])
+        table["frames / clip (rule)"] = [round(self.costs[w.name.split(":")[0]], 1) for w in self.alone.ways]
+        table["against the first row"] = [str(self.alone.ratio(w.name, first)) for w in self.alone.ways]
+        return table
+
+    def sentence(self) -> str:
+        if self.hevc_fed is None:
+            return ""
+        return (
+            f"HEVC feeding the model: {self.hevc_fed.estimate(self.hevc)[0]:,.1f} clips/s, "
+            f"{self.hevc_ratio} of training alone in the same rounds, NVDEC "
+            f"{busy(self.hevc_fed, self.hevc) or 0:.0f}% busy"
+        )
+
+
+def gop_and_codec(
+    s: Settings,
+    harness: Harness,
+    best: Way,
+    loader_at: Callable[[Path], Any],
+    *,
+    cost: float,
+    ceiling: Way,
+    step: Callable[..., Any],
+) -> Variants:
+    """The best DALI way (``loader_at(root)`` makes it over a folder) alone over the main set, the
+    same videos at GOP ``GOAL_GOP`` and, on a GPU, in HEVC, in interleaved rounds; on a GPU the HEVC
+    way then feeds the model (``step``) against ``ceiling``, in rounds of its own."""
+    sets = {f"{s.folder.videos[0].codec}, gop {s.gop}": (s.folder.root, cost)}
+    if s.video_dir is not None:
+        print("The GOP and codec variants build the embedded set again: skipped for video_dir.")
+    else:
+        for codec, gop in [(s.codec, GOAL_GOP)] + ([("hevc", s.gop)] if s.on_gpu else []):
+            found = embedded_set(
+                s, codec=codec, width=s.width, height=s.height, gop=gop, per_class=s.videos_per_class
+            )
+            sets[found.label] = (found.root, found.cost)
+    if not s.on_gpu:
+        print(skip_message("HEVC (DALI decodes it on the GPU only)"))
+    ways = [
+        Way(f"{label}: {best.name}", lambda r=root: loader_at(r), kind="dali", knob=best.knob)
+        for label, (root, _) in sets.items()
+    ]
+    found = Variants(harness.run(ways, s.trials, label="GOP and codec"), {k: c for k, (_, c) in sets.items()})
+    hevc = next((w for w in ways if w.name.startswith("hevc")), None)
+    if hevc is not None:
+        found.hevc_fed = harness.run([ceiling, hevc], s.trials, label="HEVC feeding the model", step=step)
+        found.hevc, found.ceiling = hevc.name, ceiling.name
+        print(found.sentence())
+    harness.close()
+    return found
+
+
+@dataclass
+class Sweep:
+    """Section 6: the best DALI way and the best DataLoader at other frame sizes, alone."""
+
+    runs: dict[str, tuple[Results, str, str]]  # setting: (its results, the DALI way, the DataLoader)
+
+    def ratios(self) -> dict[str, Ratio]:
+        return {setting: r.ratio(dali, pyav) for setting, (r, dali, pyav) in self.runs.items()}
+
+    def table(self) -> Any:
+        """The harness's table of every setting's two ways (rates, intervals, CV, NVDEC...), with
+        each setting's DALI / DataLoader ratio on its DALI row."""
+        import pandas as pd
+
+        if not self.runs:
+            return pd.DataFrame()
+        parts = []
+        for results, dali, pyav in self.runs.values():
+            part = results.table()
+            part["DALI / DataLoader"] = [
+                str(results.ratio(dali, pyav)) if n == dali else "" for n in part.index
+            ]
+            parts.append(part)
+        return pd.concat(parts)
+
+    def as_record(self, settings: Sequence[tuple[int, int, int]]) -> dict[str, Any]:
+        return {
+            "settings": [f"{w}x{h}/{g}" for w, h, g in settings],
+            "clips_per_s": {n: r.rates(n) for r, dali, pyav in self.runs.values() for n in (dali, pyav)},
+            "dali_over_dataloader": {k: r.goal(1.0) for k, r in self.ratios().items()},
+        }
+
+
+def frame_sizes(
+    s: Settings,
+    harness: Harness,
+    dali: Way,
+    pyav: Way,
+    dali_at: Callable[[Path], Any],
+    pyav_of: Callable[[list[video_clips.Clip]], Any],
+) -> Sweep:
+    """Each setting of ``sweep``: the embedded set built there (half as many videos a class), read
+    alone by the best DALI way (``dali_at(root)``) and the best DataLoader (``pyav_of(clips)``, a
+    third of the clips), in ``sweep_trials`` interleaved rounds of their own."""
+    runs: dict[str, tuple[Results, str, str]] = {}
+    for width, height, gop in s.sweep if s.video_dir is None else []:
+        found = embedded_set(
+            s, codec=s.codec, width=width, height=height, gop=gop, per_class=max(1, s.videos_per_class // 2)
+        )
+        order = np.random.default_rng(s.seed).permutation(len(found.clips))[
+            : max(s.batch_size, len(found.clips) // 3)
+        ]
+        part = [found.clips[i] for i in order]
+        pair = [
+            Way(f"{found.label}: {dali.name}", lambda r=found.root: dali_at(r), kind="dali", knob=dali.knob),
+            Way(f"{found.label}: {pyav.name}", lambda c=part: pyav_of(c), kind="pyav", knob=pyav.knob),
+        ]
+        runs[found.label] = (harness.run(pair, s.sweep_trials, label=found.label), pair[0].name, pair[1].name)
+        harness.close()
+    if not runs:
+        print("No sweep: video_dir is set, or sweep is empty.")
+    return Sweep(runs)
+
+
+# --- section 8: a folder with two bad files -----------------------------------------------------
+
+
+def bad_folder(s: Settings, files: Sequence[Path]) -> tuple[str, str]:
+    """A copy of two classes with a file that is not a video and the first video cut shorter than
+    a clip; what DALI's experimental reader does with it over one epoch, what FFmpeg and DALI log,
+    and what ``check_video_folder`` says (printed; returned for the record)."""
+    import nvidia.dali.experimental.dynamic as ndd
+
+    root, classes = s.folder.root, s.folder.classes
+    broken = Path(os.path.relpath(work_folder("nb07-bad-videos")))  # build/nb07-bad-videos, removed below
+    for cls in classes[:2]:
+        shutil.copytree(root / cls, broken / cls)
+    (broken / classes[0] / "notes.mp4").write_text("not a video")
+    first_packets(
+        files[0], broken / classes[1] / "short.mp4", video_clips.clip_span(s.clip_frames, s.stride) // 2
+    )
+    good = [f for f in sorted(broken.rglob("*.mp4")) if f.name not in ("notes.mp4", "short.mp4")]
+    good_clips = sum(
+        len(video_clips.clip_starts(probe_video(f).frames, s.clip_frames, s.stride, s.step)) for f in good
+    )
+    log: list[str] = []
+    try:
+        with ndd.EvalContext(num_threads=s.threads, device_id=s.device_id), native_log() as log:
+            reader = ndd.experimental.readers.Video(
+                device=s.decode_on,
+                file_root=str(broken),
+                sequence_length=s.clip_frames,
+                stride=s.stride,
+                step=s.step,
+            )
+            handed = sum(labels.batch_size for _, labels in reader.next_epoch(batch_size=1))
+        dali_did = dali_on_bad_files(handed, good_clips, len(good))
+    except Exception as error:  # noqa: BLE001  (what DALI does is the finding)
+        dali_did = f"raised {type(error).__name__}: {str(error).replace(str(broken), '<copy>')[:300]}"
+    print(f"DALI's experimental reader, one epoch over the copy: {dali_did}")
+    print("what FFmpeg and DALI logged on the way:", *log, sep="\n  ")
+    try:
+        check_video_folder(
+            broken, device=s.device, clip_frames=s.clip_frames, stride=s.stride, legacy=s.on_gpu
+        )
+        message = "no problem found"
+    except DataSourceError as error:
+        message = str(error).replace(str(broken), "<copy>")
+    print(message)
+    shutil.rmtree(broken)
+    return dali_did, message
+
+
+def dali_on_bad_files(handed: int, good_clips: int, good_videos: int) -> str:
+    """What the reader's epoch over the copy says about the two bad files."""
+    if handed == good_clips:
+        return (
+            f"handed over {handed} clips, the {good_clips} clips of the {good_videos} good videos: it "
+            "skipped the two bad files (its log names the unreadable one) and the epoch got smaller"
+        )
+    return f"handed over {handed} clips, where the {good_videos} good videos give {good_clips}"
+
+
+# --- the goals, the answer and the record --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The ways that the goals, the answer and the record name."""
+
+    best_dali: str
+    best_pyav: str
+    one_reader: str
+    threads: str  # dynamic mode, ``readers`` readers in capture mode
+    pipeline: str
+    file_bytes: str  # ``decoders.video`` over the files' bytes
+    limit: str  # straight-through decoding
+    ceiling: str = "training alone (ceiling)"
+
+
+def goals(
+    alone: Results, fed: Results, roles: Roles, per_clip: Mapping[str, float], hevc: Ratio | None
+) -> dict[str, dict[str, Any]]:
+    """The notebook's goals (set for an H200 at its defaults), each a ``Ratio.goal`` record."""
+    found = {
+        "fed: best DALI / training alone": fed.ratio(roles.best_dali, roles.ceiling).goal(GOALS["fed"]),
+        "alone: best DALI / best PyAV DataLoader": alone.ratio(roles.best_dali, roles.best_pyav).goal(
+            GOALS["alone"]
+        ),
+        "alone: best DALI's decoded frames/s / straight-through decoding": decoded_share(
+            alone, roles.best_dali, roles.limit, per_clip
+        ).goal(GOALS["limit"]),
+        "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": alone.ratio(
+            roles.threads, roles.pipeline
+        ).goal(GOALS["threads"]),
+    }
+    if hevc is not None:
+        found["fed, HEVC: best DALI / training alone"] = hevc.goal(GOALS["hevc"])
+    return found
+
+
+def _nvdec(results: Results, name: str) -> str:
+    value = busy(results, name)
+    return "" if value is None else f" at NVDEC {value:.0f}% busy"
+
+
+def answer(alone: Results, fed: Results, roles: Roles, pick: Any, per_clip: Mapping[str, float]) -> str:
+    """The conclusion's answer, from this run's intervals: the readers, DALI's ways against PyAV,
+    the model fed, and what to pick (the way that fed it the most, or a tie)."""
+    r = roles
+    one, best = alone.estimate(r.one_reader)[0], alone.estimate(r.best_dali)[0]
+    lines = [
+        f"- **One reader** alone gave {one:,.1f} clips/s{_nvdec(alone, r.one_reader)}"
+        + (
+            ""
+            if r.best_dali == r.one_reader
+            else f"; `{r.best_dali}` gave {best:,.1f}{_nvdec(alone, r.best_dali)}: "
+            + versus(alone.ratio(r.best_dali, r.one_reader), "one reader")
+        )
+        + f". The pick of the dynamic-mode ways: {pick}.",
+        f"- **Against PyAV** in a DataLoader (`{r.best_pyav}`), the best dynamic-mode way alone was "
+        + versus(alone.ratio(r.best_dali, r.best_pyav), "it")
+        + "; `decoders.video` over the files' bytes was "
+        + versus(alone.ratio(r.file_bytes, r.best_pyav), "it")
+        + f", decoding {per_clip['decoders.video']:.0f} "
+        f"frames a clip by its rule against the readers' {per_clip['dali']:.1f}; pipeline mode was "
+        + versus(alone.ratio(r.pipeline, r.best_pyav), "it")
+        + ".",
+        "- **Feeding the model**, the best dynamic-mode way "
+        + ("(one reader) " if r.best_dali == r.one_reader else "")
+        + f"trained at {fed.ratio(r.best_dali, r.ceiling)} of training alone, "
+        + ("" if r.best_dali == r.one_reader else f"one reader at {fed.ratio(r.one_reader, r.ceiling)}, ")
+        + "pipeline mode at "
+        f"{fed.ratio(r.pipeline, r.ceiling)} and the DataLoader at {fed.ratio(r.best_pyav, r.ceiling)}.",
+    ]
+    leaders = sorted((w.name for w in fed.ways if w.name != r.ceiling), key=lambda n: -fed.estimate(n)[0])
+    against = {n: fed.ratio(leaders[0], n) for n in leaders[1:]}
+    tied = [n for n, q in against.items() if q.low <= 1 <= q.high]
+    if not tied:
+        pick_words = f"`{leaders[0]}`, which fed it the most clips/s: it was " + versus(
+            against[leaders[1]], f"`{leaders[1]}`"
+        )
+    else:
+        pick_words = (
+            f"no single way: `{leaders[0]}` led, but it was "
+            + " and ".join(versus(against[n], f"`{n}`") for n in tied)
+            + ", a tie on this run"
+        )
+    return "\n".join([*lines, f"- **What to pick** for this model on this machine: {pick_words}."])
+
+
+RECORDED = ("video_dir", "device", "codec", "resolution", "gop", "frames", "videos", "clip_frames", "stride",
+            "step", "clip_size", "batch_size", "readers", "reader_counts", "threads", "dataloader_workers",
+            "pyav_clips", "decoder_threads", "trials", "sweep", "sweep_trials", "seed")
+
+
+def parameters_of(s: Settings, pyav_clips: int, videos: int) -> dict[str, Any]:
+    """The parameters as the record keeps them, resolved (``sweep`` as its ``WIDTHxHEIGHT/GOP`` entries)."""
+    given = {"videos": videos, "pyav_clips": pyav_clips, "sweep": [f"{w}x{h}/{g}" for w, h, g in s.sweep]}
+    return {name: given[name] if name in given else getattr(s, name) for name in RECORDED}
+
+
+def record(
+    s: Settings,
+    *,
+    alone: Results,
+    fed: Results,
+    roles: Roles,
+    picks: Mapping[str, Any],
+    per_clip: Mapping[str, float],
+    variants: Variants,
+    sweep: Sweep,
+    found_goals: Mapping[str, Any],
+    checks: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The notebook's ``(headline, results)``: every trial of every harness run, the picks, the
+    goals and what the checks found (``checks``: alignment, clips_checked, captured, folder_check,
+    dali_on_bad_files)."""
+    r = roles
+    headline = {
+        "one_reader_alone_clips_s": alone.estimate(r.one_reader)[0],
+        "best_dali_alone_clips_s": alone.estimate(r.best_dali)[0],
+        "pyav_alone_clips_s": alone.estimate(r.best_pyav)[0],
+        "ceiling_clips_s": fed.estimate(r.ceiling)[0],
+        "best_dali_fed_clips_s": fed.estimate(r.best_dali)[0],
+        "decode_limit_fps": alone.estimate(r.limit)[0] * per_clip["limit"],
+        "best_dali_nvdec_pct": busy(alone, r.best_dali),
+        "decoded_frames_per_clip": per_clip["dali"],
+        "dali_over_pyav_alone": found_goals["alone: best DALI / best PyAV DataLoader"]["ratio"],
+        "dali_over_ceiling_fed": found_goals["fed: best DALI / training alone"]["ratio"],
+    }
+
+    def rows(table: Any) -> list[dict[str, Any]]:
+        return table.reset_index().to_dict(orient="records")
+
+    results = {
+        "gpu": s.sampler.name,
+        "readers_of_way": {w.name: int(w.knob) for w in alone.ways},
+        "alone": alone.as_record(),
+        "fed": fed.as_record(),
+        "picks": {
+            "best DALI": r.best_dali,
+            "best DataLoader": r.best_pyav,
+            "best DALI tied with": list(picks["dali"].ties),
+            "best DataLoader tied with": list(picks["pyav"].ties),
+        },
+        "frames_per_clip": dict(per_clip),
+        "variants": {**variants.alone.as_record(), "frames_per_clip": variants.costs},
+        "alignment": {way: vars(a) for way, a in checks["alignment"].items()},
+        "clips_checked": checks["clips_checked"],
+        "captured": checks["captured"],
+        "folder_check": checks["folder_check"],
+        "dali_on_bad_files": checks["dali_on_bad_files"],
+        "goals": dict(found_goals),
+        "sweep": sweep.as_record(s.sweep),
+        "tables": {
+            "alone": rows(alone_table(alone, r.limit, per_clip)),
+            "fed": rows(fed.table()),
+            "variants": rows(variants.table()),
+            "sweep": rows(sweep.table()),
+        },
+    }
+    return headline, results
+
+
+__all__ = [
+    "DEFAULTS",
+    "GOALS",
+    "GOAL_GOP",
+    "Roles",
+    "Settings",
+    "Sweep",
+    "VideoSet",
+    "Variants",
+    "alone_table",
+    "answer",
+    "bad_folder",
+    "busy",
+    "clips_and_cost",
+    "dali_on_bad_files",
+    "decoded_share",
+    "embedded_set",
+    "frame_sizes",
+    "frames_per_clip",
+    "goals",
+    "gop_and_codec",
+    "limit_sentence",
+    "parameters_of",
+    "record",
+    "scaled",
+    "set_up",
+    "show_alone",
+    "size_of",
+    "sweep_settings",
+]
+
+
+# --- the loaders and the model that are not the lesson -------------------------------------------
+
+
+def full_size_clips(s: Settings, way: str, path: Path, starts: Sequence[int], step: int) -> list[Any]:
+    """The first video's clips at ``starts`` (its clips every ``step`` frames), unresized, as
+    ``uint8`` arrays, by one of DALI's ways: ``"readers.Video"``, ``"experimental.readers.Video"``
+    (over the folder: the first video's clips come first, unshuffled) or ``"decoders.video"`` (the
+    file's bytes, a start per sample)."""
+    import nvidia.dali.experimental.dynamic as ndd
+
+    with ndd.EvalContext(num_threads=s.threads, device_id=s.device_id):
+        if way == "decoders.video":
+            encoded = ndd.as_batch([np.fromfile(path, np.uint8)] * len(starts))
+            out = ndd.decoders.video(
+                encoded,
+                device=s.decode_on,
+                sequence_length=s.clip_frames,
+                stride=s.stride,
+                start_frame=ndd.as_batch([np.int32(x) for x in starts]),
+            )
+        else:
+            legacy = way == "readers.Video"
+            reader = (ndd.readers.Video if legacy else ndd.experimental.readers.Video)(
+                device=s.decode_on,
+                file_root=str(s.folder.root),
+                sequence_length=s.clip_frames,
+                stride=s.stride,
+                step=step,
+                **({"file_list_include_preceding_frame": False} if legacy else {}),
+            )
+            out = next(iter(reader.next_epoch(batch_size=len(starts))))[0]
+        return list(out.torch().cpu().numpy())
+
+
+def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) -> Any:
+    """PyAV in ``workers`` DataLoader workers (notebook 05's DataLoader settings), decoding
+    ``clips`` resized to ``clip_size``, each batch moved to the model's device."""
+    from helpers.loaders import DataLoaderFeed
+
+    def on_device(frames: Any, labels: Any) -> tuple[Any, Any]:
+        return frames.to(s.model_device, non_blocking=True), labels.to(s.model_device, non_blocking=True)
+
+    dataset = video_clips.PyAVClips(
+        clips,
+        clip_frames=s.clip_frames,
+        stride=s.stride,
+        size=(s.clip_size, s.clip_size),
+        threads=s.decoder_threads,
+    )
+    return DataLoaderFeed(
+        dataset, batch_size=s.batch_size, workers=workers, prepare=on_device, pin_memory=s.on_gpu, seed=s.seed
+    )
+
+
+def straight_through(s: Settings, run_frames: int) -> Any:
+    """Straight-through decoding: ``readers`` eager readers, one shard each, decoding every video
+    in runs of ``run_frames`` frames from a keyframe, nothing skipped, resized or copied."""
+    import nvidia.dali.experimental.dynamic as ndd
+
+    from helpers.loaders import DynamicFeed
+    from helpers.sharded import ShardedFeed
+
+    reader_of = ndd.readers.Video if s.on_gpu else ndd.experimental.readers.Video
+    quiet = {"file_list_include_preceding_frame": False} if s.on_gpu else {}
+
+    class Runs(DynamicFeed):
+        def __init__(self, shard: int) -> None:
+            reader = reader_of(
+                device=s.decode_on,
+                file_root=str(s.folder.root),
+                sequence_length=run_frames,
+                step=run_frames,
+                num_shards=s.readers,
+                shard_id=shard,
+                stick_to_shard=True,
+                pad_last_batch=True,
+                **quiet,
+            )
+            super().__init__(
+                reader,
+                ndd.EvalContext(num_threads=s.threads, device_id=s.device_id),
+                batch_size=max(1, s.batch_size // 2),
+                capture=False,
+                name=f"runs, shard {shard}",
+            )
+
+        def step(self, runs: Any, labels: Any) -> tuple[Any, Any]:  # decoded (evaluate waits), nothing copied
+            runs.evaluate()
+            labels = labels.torch().view(-1)
+            return labels, labels
+
+    return ShardedFeed([Runs(i) for i in range(s.readers)], name="straight through")
+
+
+def roles_and_captured(
+    harness: Harness, ways: Sequence[Way], picks: Mapping[str, Any], limit: Way, readers: int
+) -> tuple[Roles, str]:
+    """The ways the later sections name, from the picks (``{"dali": Pick, "pyav": Pick}``); prints
+    what each capture loop captured (its guard) and returns the ``readers``-reader loop's."""
+    dali = {(int(w.knob), "eager" in w.name): w.name for w in ways if w.kind == "dali"}
+    kind = {w.kind: w.name for w in ways}
+    roles = Roles(
+        picks["dali"].best,
+        picks["pyav"].best,
+        one_reader=dali[1, False],
+        threads=dali[readers, False],
+        pipeline=kind["pipeline"],
+        file_bytes=kind["decoders.video"],
+        limit=limit.name,
+    )
+    for w in ways:
+        loader = harness.loaders.get(w.name)
+        feeds = getattr(loader, "feeds", None)
+        if feeds and getattr(feeds[0], "capture", False):
+            print(loader.guard)
+    return roles, str(harness.loaders[roles.threads].guard)
+
+
+class Trainer:
+    """The model and its training step, one call a batch: torchvision's ``r2plus1d_18`` on a GPU
+    (``weights=None``, ``channels_last_3d``, ``bfloat16`` autocast), two 3D convolutions on a CPU
+    (torch given half of the cores); SGD. A loader's ``uint8`` clips ``(N, F, H, W, C)`` become
+    normalized ``float``s, channels first: the same work for every loader."""
+
+    def __init__(self, s: Settings, classes: int) -> None:
+        import torch
+        import torchvision
+
+        self.on_gpu = s.on_gpu
+        if not s.on_gpu:
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))
+            print(skip_message("r2plus1d_18 (a small 3D network trains in its place)"))
+        shape = (1, 3, 1, 1, 1)  # Kinetics' mean and standard deviation, in 0-255 levels
+        self.mean = torch.tensor([0.43, 0.39, 0.38], device=s.model_device).view(shape) * 255
+        self.std = torch.tensor([0.23, 0.22, 0.22], device=s.model_device).view(shape) * 255
+        torch.manual_seed(s.seed)
+        if s.on_gpu:
+            model = torchvision.models.video.r2plus1d_18(weights=None, num_classes=classes)
+            model = model.to(s.model_device, memory_format=torch.channels_last_3d)
+        else:
+            nn = torch.nn
+            model = nn.Sequential(
+                nn.Conv3d(3, 16, 3, stride=(1, 2, 2), padding=1),
+                nn.ReLU(),
+                nn.Conv3d(16, 32, 3, stride=2, padding=1),
+                nn.ReLU(),
+                nn.AdaptiveAvgPool3d(1),
+                nn.Flatten(),
+                nn.Linear(32, classes),
+            )
+        self.model = model.train()
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def __call__(self, frames: Any, labels: Any) -> None:
+        import torch
+        import torch.nn.functional as F
+
+        x = frames.permute(0, 4, 1, 2, 3).float().sub_(self.mean).div_(self.std)  # N, C, F, H, W
+        if self.on_gpu:
+            x = x.contiguous(memory_format=torch.channels_last_3d)
+        with torch.autocast("cuda" if self.on_gpu else "cpu", dtype=torch.bfloat16, enabled=self.on_gpu):
+            loss = F.cross_entropy(self.model(x), labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
