@@ -16,9 +16,9 @@ import pytest
 from helpers.data_sources import locate_data
 from helpers.paths import REPO_ROOT
 from helpers.paths import default_data_dir
-from helpers.records import NotebookResults
-from helpers.records import RunLog
+from helpers.results_file import NotebookResults
 from tools import suite
+from tools.record_format import RunLog
 
 # Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another
 # Chromium-based browser may be named with DALI_TUTORIALS_CHROMIUM.

@@ -16,12 +16,12 @@ import pytest
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
-from helpers.records import RecordError
 from tools import bottom_lines
 from tools import findings
 from tools import inventory
 from tools import results_table
-from tools import suite
+from tools import run_record
+from tools.record_format import RecordError
 
 RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 
@@ -46,7 +46,7 @@ def _notebook(path: Path, meta: dict[str, Any] | None, duration: float | None = 
 
 def _record(path: Path, created: str, notebooks: dict[str, dict[str, Any]],
             machine: dict[str, Any] | None = None, run: dict[str, Any] | None = None) -> None:
-    """A record as tools.suite.write_record writes it (``run``: how every notebook ran)."""
+    """A record as tools.run_record.write_record writes it (``run``: how every notebook ran)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     run = run or {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
                   "command": "python -m tools.suite run", "commit": "abc"}
@@ -183,7 +183,8 @@ def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> No
         **_meta("First"),
         "headline": {"cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
                                           "format": "{:,.0f}"}}})
-    path = suite.write_record(_bench_run_folder(tmp_path / "run"), root / "results" / "cpu-2026-12-01.json")
+    path = run_record.write_record(_bench_run_folder(tmp_path / "run"),
+                                   root / "results" / "cpu-2026-12-01.json")
     entry = json.loads(path.read_text())["notebooks"]["01-getting-started"]
     assert entry["run"] == {"scale": "bench", "device_asked": "auto", "device": "cpu",
                             "parameters": {"trials": 5},

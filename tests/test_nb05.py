@@ -21,7 +21,7 @@ from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.photos_at_scale import CPU_GOAL
 from helpers.photos_at_scale import GOALS as GOAL_SPECS
-from helpers.records import NotebookResults
+from helpers.results_file import NotebookResults
 from tools import suite
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"

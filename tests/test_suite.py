@@ -16,14 +16,15 @@ from nbformat.v4 import new_notebook
 from helpers import embedded_data
 from helpers.paths import MNIST_TRAINING
 from helpers.paths import REPO_ROOT
-from helpers.records import LoggedNotebook
-from helpers.records import NotebookResults
-from helpers.records import Record
-from helpers.records import RunFacts
-from helpers.records import RunLog
+from helpers.results_file import NotebookResults
+from tools import run_record
 from tools import suite
+from tools.record_format import LoggedNotebook
+from tools.record_format import Record
+from tools.record_format import RunFacts
+from tools.record_format import RunLog
 
-SAVE_ANSWER = ("import os, pathlib\nfrom helpers.records import NotebookResults\n"
+SAVE_ANSWER = ("import os, pathlib\nfrom helpers.results_file import NotebookResults\n"
                "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
                ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
 
@@ -105,7 +106,7 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         assert entry.commit == suite.git_commit() != ""
         NotebookResults("10-paths", "2026-11-30T10:00:00+00:00", {"gpu": "X"}, {"device": "gpu"},
                         {}, {}).write(out / "results")
-        record = Record.read(suite.write_record(out, tmp_path / "r.json"))
+        record = Record.read(run_record.write_record(out, tmp_path / "r.json"))
         assert record.notebooks["10-paths"].run == RunFacts(
             "full", "gpu", "gpu", {}, "python -m tools.suite run --device gpu", entry.commit)
         assert record.notebooks["10-paths"].seconds == entry.seconds
@@ -120,7 +121,7 @@ def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environ
     environment), and the runs come back in the notebooks' order."""
     import os
 
-    from helpers.records import RESULTS_FOLDER_VARIABLE
+    from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
     monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
     monkeypatch.setattr(suite, "ROOT", tmp_path)
@@ -143,29 +144,35 @@ def test_notebooks_side_by_side_only_at_ci_scale(tmp_path: Path) -> None:
 def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     with pytest.raises(SystemExit, match="no results JSON"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     (tmp_path / "results" / "01-x.json").write_text('{"notebook": "01-x", "machine": {}}')
     with pytest.raises(SystemExit, match="01-x.json lacks created, parameters, headline, results"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     NotebookResults.now("01-x", {}, {"device": "cpu"}, {}, {}).write(tmp_path / "results")
     with pytest.raises(SystemExit, match="run.json is missing: a record states how each notebook was run"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     RunLog("full", "auto").write(tmp_path)
     with pytest.raises(SystemExit, match="says nothing of 01-x"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("gpu,label", [("NVIDIA H200", "h200"), (None, "cpu"),
+                                       ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090")])
+def test_machine_label(gpu, label) -> None:
+    assert run_record.machine_label({"gpu": gpu}) == label
+
+
 def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(suite, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(run_record, "REPO_ROOT", tmp_path)
     run = tmp_path / "run"
     (run / "results").mkdir(parents=True)
     NotebookResults("04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2},
                     {"device": "gpu"}, {}, {}).write(run / "results")
     RunLog("full", "gpu", {"04-x": LoggedNotebook(1.0, True, None, {}, "x", "y")}).write(run)
-    assert suite.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
+    assert run_record.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
     with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
-        suite.write_record(run)
+        run_record.write_record(run)
 
 
 def test_the_commit_outside_git_is_unknown(tmp_path: Path) -> None:

@@ -36,8 +36,8 @@ from typing import Any
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
-from helpers.records import NotebookEntry
-from helpers.records import Record
+from tools.record_format import NotebookEntry
+from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import machine_heading
 from tools.records import newest_gpu_first

@@ -1,4 +1,4 @@
-"""The committed run records (``results/*.json``, :class:`helpers.records.Record`) as the
+"""The committed run records (``results/*.json``, :class:`tools.record_format.Record`) as the
 generated blocks read them.
 
 Every fact comes from the records themselves, never from a file name: when a record was made
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
-from helpers.records import Record
+from tools.record_format import Record
 
 RESULTS = REPO_ROOT / "results"
 SEED = "seed.json"  # what DALI's own notebooks printed

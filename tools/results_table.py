@@ -6,8 +6,8 @@
     python -m tools.results_table --check  # exit 1 if one of them is out of date
 
 The records are read through ``tools.records`` (``results/*.json``; format in
-``helpers.records``): every fact comes from the records themselves, never from a file name. The results page
-(docs/pages/results.md) holds, in this order:
+``tools.record_format``): every fact comes from the records themselves, never from a file name.
+The results page (docs/pages/results.md) holds, in this order:
 
 - the goals table (block ``goals``): each notebook's ``results.goals`` in the newest record of a
   machine with a GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one
@@ -59,13 +59,13 @@ from typing import Any
 from typing import NamedTuple
 
 from helpers.paths import REPO_ROOT
-from helpers.records import NotebookEntry
-from helpers.records import Record
 from tools import bottom_lines
 from tools import findings
 from tools import readme_blocks
 from tools import registry
 from tools.findings import goal_problems
+from tools.record_format import NotebookEntry
+from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import SEED
 from tools.records import column_heading

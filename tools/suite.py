@@ -18,7 +18,7 @@ executed notebooks run exactly as a reader's copy does.
 A record (``results/*.json``, written by :func:`write_record`: `make bench`, or
 ``record --run DIR`` for any run folder) gathers what the notebooks saved and ``run.json`` into
 the facts that the README's tables read, so that nothing is guessed from a file name: its format,
-and the classes that write and read all three files, are in ``helpers.records``.
+and the classes that write and read all three files, are in ``tools.record_format``.
 """
 
 from __future__ import annotations
@@ -45,8 +45,6 @@ from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 from papermill.parameterize import parameterize_notebook
 
-from helpers import records as records_format
-from helpers.benchmarking import machine_label
 from helpers.devices import GPUUnavailableError
 from helpers.devices import resolve_device
 from helpers.parameters import INJECTED_TAG
@@ -54,21 +52,18 @@ from helpers.parameters import ParameterError
 from helpers.parameters import check_known
 from helpers.paths import REPO_ROOT
 from helpers.paths import relative
-from helpers.records import RESULTS_FOLDER_VARIABLE
-from helpers.records import LoggedNotebook
-from helpers.records import NotebookResults
-from helpers.records import Record
-from helpers.records import RecordError
-from helpers.records import RunLog
+from helpers.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.results_file import NotebookResults
 from tools import registry
+from tools.record_format import SCALES
+from tools.record_format import LoggedNotebook
+from tools.record_format import RunLog
 from tools.registry import RegistryError
+from tools.run_record import write_record
 
 # the checkout whose notebooks run; which they are, and the parameters of each scale, come from
 # the registry (tools.registry: each notebook's own metadata)
 ROOT = REPO_ROOT
-# full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
-# two CPU cores; bench: more trials, for the numbers that results/ keeps
-SCALES = records_format.SCALES
 KERNEL = "python3"
 
 
@@ -258,7 +253,7 @@ def _record_paths(executed: Path, notebook: Path) -> None:
 def kernel_with_results_folder(folder: Path) -> type[AsyncKernelManager]:
     """The kernel manager class that papermill (nbclient) starts the kernel with: the kernel's
     environment names ``folder`` as the one its notebook saves its results to
-    (``helpers.records.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
+    (``helpers.results_file.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
     changed and notebooks run side by side each write to their own folder."""
 
     class WithResultsFolder(AsyncKernelManager):
@@ -429,24 +424,6 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
                                                      parameters[notebook], **facts)
             log.write(out_dir)
     return [runs[notebook] for notebook in chosen]
-
-
-def write_record(run_dir: Path, path: Path | None = None) -> Path:
-    """Gather one run folder (what its notebooks saved, and ``run.json``) into one record
-    (:meth:`helpers.records.Record.gather`), by default ``results/<machine>[-x<GPUs>]-<date>.json``
-    (never over an existing one): what `make bench` keeps and the README's tables read."""
-    try:
-        record = Record.gather(run_dir)
-    except RecordError as error:
-        raise SystemExit(str(error)) from None
-    if path is None:
-        gpus = record.machine.get("gpu_count") or 0
-        label = machine_label(record.machine) + (f"-x{gpus}" if gpus > 1 else "")
-        path = REPO_ROOT / "results" / f"{label}-{record.date}.json"
-        if path.exists():
-            raise SystemExit(f"{relative(path)} exists: name another file with `python -m tools.suite record "
-                             f"--run {relative(run_dir)} --to FILE` (the run folder is kept)")
-    return record.write(path)
 
 
 def main(argv: list[str] | None = None) -> int:
