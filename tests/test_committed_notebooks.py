@@ -12,7 +12,7 @@ from conftest import headline_output
 
 from helpers.parameters import INJECTED_TAG
 from tools.inventory import runtimes
-from tools.suite import notebooks
+from tools.run_parameters import notebooks
 
 # each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
 # as the records state it (whatever their file names say)
@@ -62,7 +62,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
                      else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry.headline.items()}
 
 
-# A GPU run with this runner injects nothing (tools.suite.parameters_for), and the runner drops an
+# A GPU run with this runner injects nothing (tools.run_parameters.parameters_for), and the runner drops an
 # older run's metadata.papermill.parameters from the source it hands papermill.
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:

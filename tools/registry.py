@@ -3,7 +3,7 @@ dash, the slug), each described by its own metadata, ``metadata["dali_tutorials"
 
 There is no list of notebooks anywhere else: a notebook is registered by being committed under that
 name with that metadata. Everything that lists notebooks reads them from here: the runner
-(``tools.suite``: which notebooks run, the parameters of each scale), the README's inventory
+(``tools.run_parameters``: which notebooks run, the parameters of each scale), the README's inventory
 (``tools.inventory``), the results page's tables (``tools.results_table``: titles and headline
 labels), the docs site's nav and files (``docs/hooks.py``), the refusal tests, the GPU tier and
 every test parametrized by notebook. ``tests/test_registry.py`` adds a notebook 99 to a copy of
