@@ -57,12 +57,12 @@ from pygments.lexers import PythonLexer
 
 try:
     from helpers.parameters import INJECTED_TAG
+    from tools.goals_table import render_goals_table
     from tools.inventory import render_inventory
+    from tools.notebook_tables import render_notebook_tables
+    from tools.published_comparison import render_published_comparison
     from tools.readme_blocks import replace_block
     from tools.registry import notebook_paths
-    from tools.results_table import render_goals_table
-    from tools.results_table import render_notebook_tables
-    from tools.results_table import render_published_comparison
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
                       "(`make docs` does)") from err

@@ -198,9 +198,9 @@ def ci_run() -> dict[str, run_notebooks.NotebookRun]:
 
 def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
     """A goal as a notebook recorded it: its target, its number of paired trials (or launches),
-    and whatever the results page would refuse in it (``tools.results_table.goal_problems``: a
+    and whatever the results page would refuse in it (``tools.goal_check.goal_problems``: a
     missing field, a verdict that does not follow the interval by helpers.benchmarking's rule)."""
-    from tools.results_table import goal_problems
+    from tools.goal_check import goal_problems
 
     assert goal["goal"] == pytest.approx(target), goal
     assert goal.get("trials", goal.get("launches")) == count, goal

@@ -48,10 +48,10 @@ from PIL import Image
 from helpers.display import LABEL_PX
 from helpers.paths import REPO_ROOT as ROOT
 from helpers.plots import SMALLEST_TEXT_PX
+from tools.goals_table import render_goals_table
+from tools.notebook_tables import render_notebook_table
+from tools.published_comparison import render_published_table
 from tools.registry import notebook_paths
-from tools.results_table import render_goals_table
-from tools.results_table import render_notebook_table
-from tools.results_table import render_published_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -24,8 +24,8 @@ from test_docs_site import site_nav
 
 from helpers.paths import REPO_ROOT
 from tools import inventory
+from tools import notebook_tables
 from tools import registry
-from tools import results_table
 from tools import run_parameters
 
 ENTRY = {"title": "A dummy", "learn": "Nothing, on purpose", "needs_gpu": "No: it computes nothing",
@@ -89,8 +89,8 @@ def test_the_inventory_and_the_results_page_list_notebook_99(checkout: tuple[Pat
     rows = [line for line in inventory.render_inventory(root).splitlines() if line.startswith("| 99 ")]
     assert rows == ["| 99 | [A dummy](notebooks/99-dummy.ipynb) | Nothing, on purpose | "
                     "No: it computes nothing | — / — |"]
-    assert results_table.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
-    assert results_table.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
+    assert notebook_tables.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
+    assert notebook_tables.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
 
 
 def test_the_docs_nav_and_files_take_notebook_99(checkout: tuple[Path, Path]) -> None:

@@ -5,7 +5,8 @@ Every fact comes from the records themselves, never from a file name: when a rec
 (``Record.recorded_at``), whether its machine has a GPU (``Record.has_gpu``), what its heading says
 (:func:`column_heading`), and for each notebook the newest record that holds it
 (:func:`newest_per_notebook`). ``seed.json`` (what DALI's own tutorials printed) is not a run
-record: :func:`records` leaves it out. ``tools.inventory``, ``tools.results_table`` and
+record: :func:`records` leaves it out. ``tools.inventory``, the results page's tables
+(``tools.notebook_tables``, ``tools.goals_table``, ``tools.published_comparison``) and
 ``tools.findings`` all read the records through this module.
 """
 
