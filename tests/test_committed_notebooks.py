@@ -3,7 +3,6 @@ that they still reproduce)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import nbformat
@@ -11,6 +10,7 @@ import pytest
 from conftest import headline_output
 
 from helpers.parameters import INJECTED_TAG
+from tools.docs_notes import NEEDS_THE_REPOSITORY
 from tools.inventory import runtimes
 from tools.run_parameters import notebooks
 
@@ -76,15 +76,11 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
 def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: Path,
                                                                      tmp_path: Path) -> None:
     """Its first code cell, run by a Python that cannot import the checkout, stops with the
-    words of the docs' download note (docs/hooks.py's NEEDS_THE_REPOSITORY)."""
+    words of the docs' download note (tools.docs_notes.NEEDS_THE_REPOSITORY)."""
     import re
     import subprocess
     import sys
 
-    hooks = ast.parse((notebook.parents[1] / "docs" / "hooks.py").read_text())
-    NEEDS_THE_REPOSITORY = next(ast.literal_eval(node.value) for node in hooks.body  # noqa: N806
-                                if isinstance(node, ast.Assign)
-                                and getattr(node.targets[0], "id", "") == "NEEDS_THE_REPOSITORY")
     first = _code_cells(notebook)[0].source
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no PYTHONPATH: the checkout is away
     done = subprocess.run([sys.executable, "-S", "-c", first], cwd=tmp_path, env=env,
