@@ -38,8 +38,8 @@ from typing import Any
 
 from helpers.devices import gpu_count
 from helpers.paths import REPO_ROOT
-from helpers.records import RESULTS_FOLDER_VARIABLE
-from helpers.records import NotebookResults
+from helpers.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.results_file import NotebookResults
 
 NOISY_CV = 0.10  # a configuration whose trials vary more than this is flagged
 CONFIDENCE = 0.95
@@ -291,21 +291,15 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def machine_label(info: dict[str, Any]) -> str:
-    """A short file-name-safe name for the machine: its GPU, else ``cpu``."""
-    name = info.get("gpu") or "cpu"
-    return "".join(c if c.isalnum() else "-" for c in name.replace("NVIDIA ", "")).strip("-").lower()
-
-
 def default_results_dir() -> Path:
-    """The folder that the suite's runner gave this kernel (``helpers.records.RESULTS_FOLDER_VARIABLE``
+    """The folder that the suite's runner gave this kernel (``helpers.results_file.RESULTS_FOLDER_VARIABLE``
     in its environment), else build/results (a notebook run by hand)."""
     return Path(os.environ.get(RESULTS_FOLDER_VARIABLE) or REPO_ROOT / "build" / "results")
 
 
 def save_results(name: str, parameters: dict[str, Any], results: dict[str, Any],
                  headline: dict[str, Any], results_dir: str | Path | None = None) -> Path:
-    """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.records.NotebookResults`):
+    """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.results_file.NotebookResults`):
     machine, parameters, results, and the ``headline`` figures that summaries print. Returns the
     path."""
     saved = NotebookResults.now(name, machine_info(), parameters, headline, results)

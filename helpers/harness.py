@@ -50,7 +50,7 @@ from helpers.benchmarking import summarize
 from helpers.cpu_time import cpu_seconds_since
 from helpers.cpu_time import process_tree_cpu
 from helpers.hardware import ENGINES
-from helpers.records import RESULTS_FOLDER_VARIABLE
+from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
 Step = Callable[[Any, Any], Any]  # one batch of the training loop: step(inputs, labels)
 
@@ -216,7 +216,7 @@ class Results:
 
 def headless() -> bool:
     """Whether the suite's runner executes this notebook (no one watches a progress bar): the
-    runner starts every kernel with ``helpers.records.RESULTS_FOLDER_VARIABLE`` set."""
+    runner starts every kernel with ``helpers.results_file.RESULTS_FOLDER_VARIABLE`` set."""
     return bool(os.environ.get(RESULTS_FOLDER_VARIABLE))
 
 

@@ -50,7 +50,7 @@ def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) 
     """Fail on parameters that the notebook does not declare (papermill itself only warns), with
     the declared name closest to a mistyped one, or whose type differs from the declared
     default's (``None`` defaults accept anything). The one check of parameters: the runner
-    (``tools.suite``) calls it before it starts a kernel, and each notebook through
+    (``tools.run_notebooks``) calls it before it starts a kernel, and each notebook through
     :func:`reject_unknown_parameters` under plain papermill."""
     for name in sorted(set(given) - set(declared)):
         close = difflib.get_close_matches(name, list(declared), n=1)

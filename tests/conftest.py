@@ -16,9 +16,10 @@ import pytest
 from helpers.data_sources import locate_data
 from helpers.paths import REPO_ROOT
 from helpers.paths import default_data_dir
-from helpers.records import NotebookResults
-from helpers.records import RunLog
+from helpers.results_file import NotebookResults
+from tools import run_notebooks
 from tools import suite
+from tools.record_format import RunLog
 
 # Debian's chromium, which `make setup` installs when it can (.ci/install-browser.sh); another
 # Chromium-based browser may be named with DALI_TUTORIALS_CHROMIUM.
@@ -118,7 +119,7 @@ _ci_run: Future | None = None
 _ci_run_folder: Path | None = None
 
 
-def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, suite.NotebookRun]:
+def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, run_notebooks.NotebookRun]:
     locate_data(verbose=False)  # build the data first: a first build is not a change
     before = _fingerprint()
     runs = suite.run_suite("auto", "ci", out, jobs=2)  # two at a time: CI keeps no timings
@@ -188,7 +189,7 @@ def scratch_folders_to_ourselves() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def ci_run() -> dict[str, suite.NotebookRun]:
+def ci_run() -> dict[str, run_notebooks.NotebookRun]:
     """Every notebook executed once at CI scale, two at a time (shared by the tests of all
     notebooks): the run that started when the tests were collected."""
     assert _ci_run is not None, "the CI-scale run starts only when a collected test asks for ci_run"
@@ -197,9 +198,9 @@ def ci_run() -> dict[str, suite.NotebookRun]:
 
 def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
     """A goal as a notebook recorded it: its target, its number of paired trials (or launches),
-    and whatever the results page would refuse in it (``tools.results_table.goal_problems``: a
+    and whatever the results page would refuse in it (``tools.goal_check.goal_problems``: a
     missing field, a verdict that does not follow the interval by helpers.benchmarking's rule)."""
-    from tools.results_table import goal_problems
+    from tools.goal_check import goal_problems
 
     assert goal["goal"] == pytest.approx(target), goal
     assert goal.get("trials", goal.get("launches")) == count, goal
@@ -207,7 +208,7 @@ def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
 
 
 def check_clean_run(run, workdir: str) -> None:
-    """A notebook's CI-scale run (a ``suite.NotebookRun``) that works in ``build/<workdir>``: no
+    """A notebook's CI-scale run (a ``run_notebooks.NotebookRun``) that works in ``build/<workdir>``: no
     error output, the headline it shows is the one it saved, no path of this machine and no
     temporary folder name in its outputs, and its work folder removed when it ends."""
     import json

@@ -7,7 +7,7 @@ A refusal of a bad parameter happens there, so a test of one needs no kernel: th
 papermill would run them, with the given parameters in a cell of their own after the
 ``parameters`` cell (headed ``# Parameters``, which ``helpers.parameters.reject_unknown_parameters``
 looks for in IPython's ``In``), in the notebook's folder. Each notebook's integration test still
-runs it once in a kernel through ``tools.suite.run_notebook``.
+runs it once in a kernel through ``tools.run_notebooks.run_notebook``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from helpers.benchmarking import goal_lines
 from helpers.benchmarking import interleaved_order
 from helpers.benchmarking import interleaved_trials
 from helpers.benchmarking import machine_info
-from helpers.benchmarking import machine_label
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
 from helpers.benchmarking import save_results
@@ -135,12 +134,6 @@ def test_machine_info_names_what_numbers_depend_on() -> None:
     for key in ("cpu", "cpu_count", "dali", "torch", "gpu", "gpu_driver", "gpu_count"):
         assert key in info
     assert info["dali"].startswith("2.")
-
-
-@pytest.mark.parametrize("gpu,label", [("NVIDIA H200", "h200"), (None, "cpu"),
-                                       ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090")])
-def test_machine_label(gpu, label) -> None:
-    assert machine_label({"gpu": gpu}) == label
 
 
 def test_save_results_writes_everything(tmp_path: Path) -> None:

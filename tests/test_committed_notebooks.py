@@ -3,7 +3,6 @@ that they still reproduce)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import nbformat
@@ -11,8 +10,9 @@ import pytest
 from conftest import headline_output
 
 from helpers.parameters import INJECTED_TAG
+from tools.docs_notes import NEEDS_THE_REPOSITORY
 from tools.inventory import runtimes
-from tools.suite import notebooks
+from tools.run_parameters import notebooks
 
 # each committed notebook comes from the newest full-scale run on a GPU machine that holds it,
 # as the records state it (whatever their file names say)
@@ -62,7 +62,7 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
                      else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry.headline.items()}
 
 
-# A GPU run with this runner injects nothing (tools.suite.parameters_for), and the runner drops an
+# A GPU run with this runner injects nothing (tools.run_parameters.parameters_for), and the runner drops an
 # older run's metadata.papermill.parameters from the source it hands papermill.
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None:
@@ -76,15 +76,11 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
 def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: Path,
                                                                      tmp_path: Path) -> None:
     """Its first code cell, run by a Python that cannot import the checkout, stops with the
-    words of the docs' download note (docs/hooks.py's NEEDS_THE_REPOSITORY)."""
+    words of the docs' download note (tools.docs_notes.NEEDS_THE_REPOSITORY)."""
     import re
     import subprocess
     import sys
 
-    hooks = ast.parse((notebook.parents[1] / "docs" / "hooks.py").read_text())
-    NEEDS_THE_REPOSITORY = next(ast.literal_eval(node.value) for node in hooks.body  # noqa: N806
-                                if isinstance(node, ast.Assign)
-                                and getattr(node.targets[0], "id", "") == "NEEDS_THE_REPOSITORY")
     first = _code_cells(notebook)[0].source
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no PYTHONPATH: the checkout is away
     done = subprocess.run([sys.executable, "-S", "-c", first], cwd=tmp_path, env=env,

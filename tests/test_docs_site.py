@@ -48,10 +48,17 @@ from PIL import Image
 from helpers.display import LABEL_PX
 from helpers.paths import REPO_ROOT as ROOT
 from helpers.plots import SMALLEST_TEXT_PX
+from tools.docs_checks import awaits_its_first_run
+from tools.docs_nav import notebook_nav
+from tools.docs_notes import NEEDS_THE_REPOSITORY
+from tools.docs_reader_view import injected_assignments
+from tools.docs_reader_view import is_progress_bar
+from tools.docs_reader_view import reader_view
+from tools.docs_toc import repair_toc
+from tools.goals_table import render_goals_table
+from tools.notebook_tables import render_notebook_table
+from tools.published_comparison import render_published_table
 from tools.registry import notebook_paths
-from tools.results_table import render_goals_table
-from tools.results_table import render_notebook_table
-from tools.results_table import render_published_table
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -82,7 +89,7 @@ def site_nav(root: Path = ROOT) -> list[Any]:
     """The nav of the site built from the checkout ``root``: docs/mkdocs.yml's, with the Notebooks
     section that the hook fills from the registry (tools.registry)."""
     nav = yaml.safe_load((root / "docs" / "mkdocs.yml").read_text())["nav"]
-    filled, problems = load_hooks(root).notebook_nav(nav, root)
+    filled, problems = notebook_nav(nav, root)
     assert not problems, problems
     return filled
 
@@ -275,14 +282,14 @@ def wide_view(browser: Any, base_url: str) -> Callable[[str], dict[str, Any]]:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_url: str, page_path: str,
-                              hooks: Any) -> None:
+def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_url: str,
+                              page_path: str) -> None:
     view = wide_view(page_path)
     problems, images = view["problems"], view["images"]
     assert not problems, f"{page_path}: " + "; ".join(problems)
     if page_path.startswith("notebooks/"):
         notebook = ROOT / Path(page_path).with_suffix(".ipynb")
-        if hooks.awaits_its_first_run(json.loads(notebook.read_text())):  # its figures come with its run
+        if awaits_its_first_run(json.loads(notebook.read_text())):  # its figures come with its run
             html = urllib.request.urlopen(base_url + page_path, timeout=10).read().decode()
             assert "notebook-awaits-run" in html, f"{page_path}: no note that it awaits its first run"
             return
@@ -370,7 +377,7 @@ WIDE = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 NOTEBOOK_PAGES = [page for page in PAGES if page.startswith("notebooks/")]
 FIGURE_MIN_WIDTH = 600  # px at 1280: a figure is shown at its own width, or at least this wide
-# tqdm's line, as the hook recognizes it (docs/hooks.py, is_progress_bar), for JavaScript
+# tqdm's line, as the hook recognizes it (tools/docs_reader_view.py, is_progress_bar), for JavaScript
 PROGRESS_PATTERN = r"\d+%\|.*\|\s*\d+(\.\d+)?[kMG]?/\d+"
 
 READING_JS = """([minFigure, wide, progress]) => {
@@ -527,12 +534,12 @@ def read_figures(browser: Any, url: str, viewport: dict[str, int]) -> list[dict[
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_figures_read_on_a_phone(browser: Any, base_url: str, page_path: str, hooks: Any) -> None:
+def test_figures_read_on_a_phone(browser: Any, base_url: str, page_path: str) -> None:
     """At 390x844 every figure of a notebook's page is shown at its own CSS width, its box
     scrolling sideways, or shrunk no further than keeps its smallest text 9 px high."""
     figures = read_figures(browser, base_url + page_path, PHONE)
     notebook = json.loads((ROOT / Path(page_path).with_suffix(".ipynb")).read_text())
-    if not hooks.awaits_its_first_run(notebook):
+    if not awaits_its_first_run(notebook):
         assert len(figures) >= _figures(ROOT / Path(page_path).with_suffix(".ipynb")) > 0
     problems = figure_problems(figures)
     assert not problems, f"{page_path} at 390 px:\n" + "\n".join(problems)
@@ -617,16 +624,16 @@ def test_landing_page_table_scrolls_on_a_phone(browser: Any, base_url: str) -> N
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
 def test_notebook_page_says_what_its_download_needs(wide_view: Callable[[str], dict[str, Any]], base_url: str,
-                                                    page_path: str, hooks: Any) -> None:
+                                                    page_path: str) -> None:
     view = wide_view(page_path)
     name = Path(page_path).with_suffix(".ipynb").name
     assert view["downloads"].get(name) is True, view["downloads"]  # <a download href=name>
     assert _status(base_url + f"notebooks/{name}") == 200
     text = view["note"]
-    assert re.sub(r"<[^>]+>", "", hooks.NEEDS_THE_REPOSITORY) in text
+    assert re.sub(r"<[^>]+>", "", NEEDS_THE_REPOSITORY) in text
     assert "make lab" in text and "make data" in text
     notebook = json.loads((ROOT / Path(page_path).with_suffix(".ipynb")).read_text())
-    parameters = hooks.run_parameters(notebook)
+    parameters = injected_assignments(notebook)
     if parameters:  # the injected cell's assignments, said in one line
         line = view["run_parameters"]
         assert line is not None and all(p in line for p in parameters), (line, parameters)
@@ -770,13 +777,7 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     assert not {page: paths for page, paths in found.items() if paths}
 
 
-@pytest.fixture(scope="module")
-def hooks() -> Any:
-    """docs/hooks.py as a module."""
-    return load_hooks()
-
-
-def test_toc_entries_of_headings_with_code_point_at_the_heading(hooks: Any) -> None:
+def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
     """mkdocs-jupyter drops a heading's code span from its table-of-contents anchor; the hook
     points the entry at the heading's real id (a broken anchor fails the browser test)."""
     from mkdocs.structure.toc import AnchorLink  # a docs package: `pytest -m gpu` collects without it
@@ -786,7 +787,7 @@ def test_toc_entries_of_headings_with_code_point_at_the_heading(hooks: Any) -> N
     middle = AnchorLink("The ceiling, , and a thread", "the-ceiling-and-a-thread", 3)
     headings = {"1-read": "1 · Read", "2-samples-out-of-a-batch": "2 · Samples out of a Batch",
                 "the-ceiling-nddpytorchnodes-and-a-thread": "The ceiling, ndd.pytorch.nodes, and a thread"}
-    hooks.repair_toc([fine, truncated, middle], headings)
+    repair_toc([fine, truncated, middle], headings)
     assert (truncated.id, truncated.title) == ("2-samples-out-of-a-batch", "2 · Samples out of a Batch")
     assert (middle.id, middle.title) == ("the-ceiling-nddpytorchnodes-and-a-thread",
                                          "The ceiling, ndd.pytorch.nodes, and a thread")
@@ -806,7 +807,7 @@ def _stream(text: str, mime: str = "text/plain") -> str:
     return (f'<div class="jp-OutputArea-output" data-mime-type="{mime}"><pre>{text}</pre></div>')
 
 
-def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts(hooks: Any) -> None:
+def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts() -> None:
     script = "import os\n\n\ndef main() -> None:\n    print(os.getcwd())\n"
     html = "".join([
         _cell(["parameters"], 'device = "auto"'),
@@ -819,7 +820,7 @@ def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts(hooks: A
     ])
     notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
                            "source": ['# Parameters\n', 'device = "gpu"\n']}]}
-    shown = hooks.reader_view(html, notebook)
+    shown = reader_view(html, notebook)
     assert "cell-tag" not in shown and "celltoolbar" not in shown
     assert "celltag_injected-parameters" not in shown
     assert 'class="run-parameters"' in shown and '<code>device = "gpu"</code>' in shown
@@ -832,16 +833,16 @@ def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts(hooks: A
     assert not re.search(r"<pre>import os", shown)  # the plain printout is gone
 
 
-def test_progress_bars_are_told_from_other_stderr(hooks: Any) -> None:
-    assert hooks.is_progress_bar("\rruns:   0%|          | 0/74 [00:00<?, ?run/s]\r"
+def test_progress_bars_are_told_from_other_stderr() -> None:
+    assert is_progress_bar("\rruns:   0%|          | 0/74 [00:00<?, ?run/s]\r"
                                  "runs: 100%|##########| 74/74 [03:37<00:00,  2.94s/run]\n")
-    assert hooks.is_progress_bar("epoch 3: 45%|####5     | 4.5k/10.0k [00:01<00:01]")
-    assert not hooks.is_progress_bar("UserWarning: 50% of the batches were skipped")
-    assert not hooks.is_progress_bar("runs: 100%|##########| 74/74\nTraceback (most recent call last):")
-    assert not hooks.is_progress_bar("\n")
+    assert is_progress_bar("epoch 3: 45%|####5     | 4.5k/10.0k [00:01<00:01]")
+    assert not is_progress_bar("UserWarning: 50% of the batches were skipped")
+    assert not is_progress_bar("runs: 100%|##########| 74/74\nTraceback (most recent call last):")
+    assert not is_progress_bar("\n")
 
 
-def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) -> None:
+def test_reader_view_folds_highlighted_code_and_drops_empty_outputs() -> None:
     code = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="text/html">'
             '<style>pre { line-height: 125%; }</style><div class="highlight"><pre><span class="k">import'
             '</span> os\n\n<span class="k">def</span> main():\n    pass\n</pre></div></div></div>')
@@ -851,7 +852,7 @@ def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) 
               '<img src="data:image/png;base64,AAAA"/></div></div>')
     html = "".join([_cell(["collapse-output"], "Code(SCRIPT.read_text())", code),
                     _cell([], "loop()", empty + _stream("done")), _cell([], "plot()", figure)])
-    shown = hooks.reader_view(html, {"cells": []})
+    shown = reader_view(html, {"cells": []})
     folded = re.search(r'<details class="printed-file"><summary>(.*?)</summary>(.*)</details>', shown, re.S)
     assert folded, shown
     assert folded.group(1) == "The printed script: 4 lines of Python (click to show)"
@@ -860,7 +861,7 @@ def test_reader_view_folds_highlighted_code_and_drops_empty_outputs(hooks: Any) 
     assert "<img" in shown  # an output with an element stays
 
 
-def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole(hooks: Any) -> None:
+def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole() -> None:
     def code_cell(tags: list[str], source: str, output: str = "") -> str:  # as mkdocs-jupyter writes one
         classes = " ".join(f"celltag_{tag}" for tag in tags)
         return (f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell-inputWrapper">'
@@ -874,7 +875,7 @@ def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole(hoo
                     code_cell(["hide-input"], "# the record\nsave()"),
                     code_cell([], "reader = ndd.readers.File()"),
                     code_cell(["collapse-output"], "table", table)])
-    soup = BeautifulSoup(hooks.reader_view(html, {"cells": []}), "html.parser")
+    soup = BeautifulSoup(reader_view(html, {"cells": []}), "html.parser")
     summaries = [s.get_text() for s in soup.select("details.folded-input > summary")]
     assert summaries == ["The imports (2 lines of Python, click to show)",
                          "The code that defines config, Point (6 lines of Python, click to show)",

@@ -16,12 +16,17 @@ import pytest
 
 from helpers.benchmarking import Ratio
 from helpers.paths import REPO_ROOT
-from helpers.records import RecordError
 from tools import bottom_lines
 from tools import findings
+from tools import goal_check
+from tools import goals_table
 from tools import inventory
+from tools import notebook_tables
+from tools import published_comparison
+from tools import records
 from tools import results_table
-from tools import suite
+from tools import run_record
+from tools.record_format import RecordError
 
 RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 
@@ -46,7 +51,7 @@ def _notebook(path: Path, meta: dict[str, Any] | None, duration: float | None = 
 
 def _record(path: Path, created: str, notebooks: dict[str, dict[str, Any]],
             machine: dict[str, Any] | None = None, run: dict[str, Any] | None = None) -> None:
-    """A record as tools.suite.write_record writes it (``run``: how every notebook ran)."""
+    """A record as tools.run_record.write_record writes it (``run``: how every notebook ran)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     run = run or {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
                   "command": "python -m tools.suite run", "commit": "abc"}
@@ -72,8 +77,8 @@ def test_readme_findings_and_the_results_page_match_the_json() -> None:
     assert findings.render_findings() in (REPO_ROOT / "README.md").read_text()
     page = RESULTS_PAGE.read_text()
     prefix = results_table.PAGE_PREFIX
-    for render in (results_table.render_goals_table, results_table.render_notebook_tables,
-                   results_table.render_published_comparison):
+    for render in (goals_table.render_goals_table, notebook_tables.render_notebook_tables,
+                   published_comparison.render_published_comparison):
         assert render(prefix=prefix) in page
 
 
@@ -149,14 +154,14 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
                  "commit": "y"})
     _record(results / "z-early.json", "2026-03-01T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
-    table = results_table.render_notebook_table("01-getting-started", results)
+    table = notebook_tables.render_notebook_table("01-getting-started", results)
     header, _, first_row = table.splitlines()[:3]
     assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) | "
                       "2x NVIDIA H200, full scale, device gpu (2026-03-02) |")
     # a key that no notebook's metadata labels is its own label (refused in committed records)
     assert first_row == "| cpu_decode_img_s_4_threads | 1,000 | 2,000 |"
     # only notebooks that some record holds get a table
-    sections = results_table.render_notebook_tables(results)
+    sections = notebook_tables.render_notebook_tables(results)
     assert "### 01 · 01-getting-started" in sections and "### 02" not in sections
 
 
@@ -183,13 +188,14 @@ def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> No
         **_meta("First"),
         "headline": {"cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
                                           "format": "{:,.0f}"}}})
-    path = suite.write_record(_bench_run_folder(tmp_path / "run"), root / "results" / "cpu-2026-12-01.json")
+    path = run_record.write_record(_bench_run_folder(tmp_path / "run"),
+                                   root / "results" / "cpu-2026-12-01.json")
     entry = json.loads(path.read_text())["notebooks"]["01-getting-started"]
     assert entry["run"] == {"scale": "bench", "device_asked": "auto", "device": "cpu",
                             "parameters": {"trials": 5},
                             "command": "python -m tools.suite bench --device auto", "commit": "0123abc"}
     assert entry["seconds"] == 80.0
-    table = results_table.render_notebook_table("01-getting-started", root / "results")
+    table = notebook_tables.render_notebook_table("01-getting-started", root / "results")
     assert "| CPU only, 2 cores, bench scale, device auto → cpu (2026-12-01) |" in table.splitlines()[0]
     assert "| CPU decode, 4 threads (img/s) | 1,234 |" in table
     # a bench run is not the notebooks' defaults: no runtime in the inventory
@@ -205,13 +211,13 @@ def test_labels_are_filled_from_each_records_parameters(tmp_path: Path) -> None:
         _record(root / "results" / name, f"2026-03-{day}T09:00:00+00:00",
                 {"01-x": {"headline": {"rate": 1000.0 * threads, "ratio": 2.0}, "results": {"reference": "r"},
                           "parameters": {"threads": threads}}})
-    table = results_table.render_notebook_table("01-x", root / "results")
+    table = notebook_tables.render_notebook_table("01-x", root / "results")
     assert "| decode, 4 threads, r (img/s) | 4,000 | — | 4,000 |" in table
     assert "| decode, 8 threads, r (img/s) | — | 8,000 | — |" in table
     assert "| GPU / CPU | 2.00x | 2.00x | 2.00x |" in table
     _record(root / "results" / "d.json", "2026-03-04T09:00:00+00:00", {"01-x": {"headline": {"rate": 1.0}}})
     with pytest.raises(ValueError, match=r"d.json, 01-x.rate: the label .* needs threads, reference"):
-        results_table.render_notebook_tables(root / "results")
+        notebook_tables.render_notebook_tables(root / "results")
 
 
 def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: Path) -> None:
@@ -227,13 +233,13 @@ def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: 
     _record(root / "results" / "new.json", "2026-03-02T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s": 1500.0},
                                     "results": {"reference_threads": 4}}})
-    rows = results_table.render_notebook_table("01-getting-started", root / "results").splitlines()[2:]
+    rows = notebook_tables.render_notebook_table("01-getting-started", root / "results").splitlines()[2:]
     assert rows == ["| CPU decode, 4 threads (img/s) | 1,000 | 1,500 |"]
     _record(root / "results" / "both.json", "2026-03-03T09:00:00+00:00",
             {"01-getting-started": {"headline": {"cpu_decode_img_s": 1.0, "cpu_decode_img_s_4_threads": 2.0},
                                     "results": {"reference_threads": 4}}})
     with pytest.raises(ValueError, match="another headline key of this record has the label"):
-        results_table.render_notebook_table("01-getting-started", root / "results")
+        notebook_tables.render_notebook_table("01-getting-started", root / "results")
 
 
 def test_a_record_without_run_facts_is_refused_naming_what_it_lacks(tmp_path: Path) -> None:
@@ -242,19 +248,19 @@ def test_a_record_without_run_facts_is_refused_naming_what_it_lacks(tmp_path: Pa
         "notebooks": {"01-getting-started": {"created": "2026-01-01T00:00:00", "parameters": {},
                                              "headline": {"cpu_decode_img_s": 5.0}}}}))
     with pytest.raises(RecordError, match="notebooks.01-getting-started lacks results, seconds, run"):
-        results_table.render_notebook_table("01-getting-started", tmp_path)
+        notebook_tables.render_notebook_table("01-getting-started", tmp_path)
 
 
 def test_a_record_without_a_date_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"notebooks": {"01-getting-started": {}}}))
     with pytest.raises(RecordError, match="x.json lacks machine, date"):
-        results_table.render_notebook_tables(tmp_path)
+        notebook_tables.render_notebook_tables(tmp_path)
 
 
 def test_every_committed_headline_key_has_a_label() -> None:
     """A headline key reaches the README with a label from its notebook's metadata
     (metadata.dali_tutorials.headline); the seed's figures, from the seed's own labels."""
-    labels = results_table.headline_labels(REPO_ROOT / "notebooks")
+    labels = notebook_tables.headline_labels(REPO_ROOT / "notebooks")
     missing = sorted({(name, key) for path in (REPO_ROOT / "results").glob("*.json")
                       for name, nb in json.loads(path.read_text())["notebooks"].items()
                       for key in nb.get("headline", {})
@@ -281,7 +287,7 @@ def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
             {"01-y": {"headline": {}}, "03-x": {"headline": {}, "results": {"goals": goals}}}, machine=H200)
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00",
             {"03-x": {"headline": {}, "results": {"goals": {"cpu": _goal(9, 8, 10, "met")}}}})
-    table = results_table.render_goals_table(tmp_path)
+    table = goals_table.render_goals_table(tmp_path)
     assert table.splitlines()[2:8] == [
         "| 01 · no goals recorded | — | — | — | — | — |",
         "| 03 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
@@ -298,12 +304,12 @@ def test_a_goal_without_its_interval_is_refused(tmp_path: Path) -> None:
             {"03-x": {"headline": {}, "results": {"goals": {"a / b": {"ratio": 0.84, "goal": 0.95,
                                                                         "met": False}}}}}, machine=H200)
     with pytest.raises(ValueError, match="gpu.json, 03-x, goal 'a / b': lacks ci95, verdict, trials"):
-        results_table.render_goals_table(tmp_path)
+        goals_table.render_goals_table(tmp_path)
 
 
 def test_without_a_gpu_record_the_goals_table_says_so(tmp_path: Path) -> None:
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00", {"03-x": {"headline": {}}})
-    assert "no record of a GPU machine" in results_table.render_goals_table(tmp_path)
+    assert "no record of a GPU machine" in goals_table.render_goals_table(tmp_path)
 
 
 @pytest.mark.parametrize("goal,problem", [
@@ -314,12 +320,12 @@ def test_without_a_gpu_record_the_goals_table_says_so(tmp_path: Path) -> None:
     ({"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5}, "lacks verdict, trials"),
 ])
 def test_a_verdict_must_follow_its_interval(tmp_path: Path, goal: dict[str, Any], problem: str) -> None:
-    assert any(re.search(problem, p) for p in results_table.goal_problems(goal)), \
-        results_table.goal_problems(goal)
+    assert any(re.search(problem, p) for p in goal_check.goal_problems(goal)), \
+        goal_check.goal_problems(goal)
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
             {"03-x": {"headline": {}, "results": {"goals": {"g": goal}}}}, machine=H200)
     with pytest.raises(ValueError, match=r"gpu.json, 03-x, goal 'g'"):
-        results_table.render_goals_table(tmp_path)
+        goals_table.render_goals_table(tmp_path)
 
 
 @pytest.mark.parametrize("module", [inventory, results_table], ids=["inventory", "results"])
@@ -361,7 +367,7 @@ def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path
             {"01-y": {"headline": {}, "results": {"goals": {"cpu only": _goal(9, 8, 10, "met")}}},
              "04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, "inconclusive",
                                                                          launches=3)}}}})
-    rows = [r for r in results_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 0")]
+    rows = [r for r in goals_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 0")]
     assert rows == ["| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
                     "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current "
                     "version | — |"]
@@ -395,7 +401,7 @@ def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: 
 
 
 def test_the_published_comparison_is_computed_from_the_records(tmp_path: Path) -> None:
-    text = results_table.render_published_comparison(_published_records(tmp_path, 4.1, 1.6))
+    text = published_comparison.render_published_comparison(_published_records(tmp_path, 4.1, 1.6))
     assert "reads 2.0 to 3.0 times below" in text  # 4000/2000 .. 30000/10000
     assert "2,000 against 4,000 images/s for CPU decoding in 01" in text
     assert "10,000 against 30,000 samples/s for eager training in 02" in text
@@ -405,12 +411,12 @@ def test_the_published_comparison_is_computed_from_the_records(tmp_path: Path) -
 
 
 def test_the_published_comparison_says_closer_only_when_it_is(tmp_path: Path) -> None:
-    text = results_table.render_published_comparison(_published_records(tmp_path, 12.0, 1.6))
+    text = published_comparison.render_published_comparison(_published_records(tmp_path, 12.0, 1.6))
     assert "The ratios: the GPU decodes 12.00 times" in text and "closer" not in text
 
 
 def test_the_published_comparison_without_a_gpu_record_says_so(tmp_path: Path) -> None:
-    assert "nothing to set beside" in results_table.render_published_comparison(tmp_path)
+    assert "nothing to set beside" in published_comparison.render_published_comparison(tmp_path)
 
 
 def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_path: Path) -> None:
@@ -419,7 +425,7 @@ def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_
     _record(tmp_path / "h200-day-photos.json", "2026-03-02T10:00:00+00:00",
             {"05-z": {"headline": {"b": 2.0}}}, machine={**H200, "gpu_count": 1})
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {"a": 3.0}}})
-    headings = [c.heading for c in results_table.columns_of(tmp_path)]
+    headings = [c.heading for c in notebook_tables.columns_of(tmp_path)]
     assert headings == ["NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day.json)",
                         "NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day-photos.json)",
                         "CPU only, 2 cores, full scale, device auto → cpu (2026-03-03)"]
@@ -431,26 +437,27 @@ def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_pat
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"02-z": {"headline": {"b": 3.0}}},
             machine=H200)
     _record(tmp_path / "empty.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {}}})
-    first = results_table.render_notebook_table("01-y", tmp_path).splitlines()
+    first = notebook_tables.render_notebook_table("01-y", tmp_path).splitlines()
     assert first[0] == "| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) |"
     assert first[2] == "| a | 1 |"
-    second = results_table.render_notebook_table("02-z", tmp_path).splitlines()
+    second = notebook_tables.render_notebook_table("02-z", tmp_path).splitlines()
     assert second[0].count(" | ") == 2 and second[2] == "| b | 2 | 3 |"
-    sections = results_table.render_notebook_tables(tmp_path, prefix="../../")
+    sections = notebook_tables.render_notebook_tables(tmp_path, prefix="../../")
     assert "[both.json](../../results/both.json) and [gpu.json](../../results/gpu.json)." in sections
     assert "empty.json" not in sections
 
 
 def test_the_published_table_sets_every_seed_figure_beside_the_newest_gpu_record(tmp_path: Path) -> None:
     results = _published_records(tmp_path, 4.1, 1.6)
-    rows = results_table.render_published_table(results).splitlines()
+    rows = published_comparison.render_published_table(results).splitlines()
     assert rows[0] == ("| Figure | DALI's tutorials, as published | 2x NVIDIA H200, full scale, "
                        "device auto → cpu (2026-03-02) |")
     assert "| 01 · CPU decode, 4 threads (img/s) | 4,000 | 2,000 |" in rows
     assert ("| 01 · GPU / CPU decode, default hw_decoder_load, 4 threads | 4.00x | 4.10x [3.50x–4.50x] |"
             in rows)
     assert len([r for r in rows if r.startswith("| 0")]) == 6  # every figure of the seed
-    assert results_table.render_published_table(results) in results_table.render_published_comparison(results)
+    assert published_comparison.render_published_table(results) in \
+        published_comparison.render_published_comparison(results)
 
 
 # --- the README's findings (tools.findings) ---------------------------------------------------------
@@ -535,7 +542,7 @@ def _misnamed_copies(tmp_path: Path) -> Path:
     results = tmp_path / "results"
     results.mkdir()
     shutil.copytree(REPO_ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("scripts"))
-    committed = list(results_table.records(REPO_ROOT / "results"))
+    committed = list(records.records(REPO_ROOT / "results"))
     newest_05 = findings.newest_gpu_first(REPO_ROOT / "results")["05-photos-at-scale"].path
     for index, record in enumerate(committed):
         if record.has_gpu:

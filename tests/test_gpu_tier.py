@@ -29,7 +29,7 @@ from helpers.getting_started import ALL_TO_HARDWARE
 from helpers.getting_started import DEFAULT
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
-from helpers.records import NotebookResults
+from helpers.results_file import NotebookResults
 from helpers.torchrun import LaunchError
 from helpers.torchrun import run_torchrun
 from tools import registry
@@ -252,9 +252,9 @@ def test_the_committed_h200_records_pass_the_gpu_tier(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from helpers.records import LoggedNotebook
-    from helpers.records import RunLog
     from tools.inventory import runtimes
+    from tools.record_format import LoggedNotebook
+    from tools.record_format import RunLog
 
     log = RunLog("full", "gpu")
     for name, record in runtimes()[True].items():

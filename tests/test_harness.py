@@ -13,7 +13,7 @@ from helpers.harness import Results
 from helpers.harness import Trial
 from helpers.harness import Way
 from helpers.harness import narrow
-from helpers.records import RESULTS_FOLDER_VARIABLE
+from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
 
 class Sleepy:

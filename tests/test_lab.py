@@ -27,9 +27,9 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from helpers.paths import REPO_ROOT
+from tools.copies import copy_notebooks
 from tools.registry import notebook_paths
-from tools.suite import copy_notebooks
-from tools.suite import scales_of
+from tools.run_parameters import scales_of
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01-getting-started.ipynb"

@@ -18,7 +18,7 @@ from helpers.devices import GPUUnavailableError
 from helpers.devices import gpu_available
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from tools import suite
+from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -196,7 +196,7 @@ def test_the_notebook_opens_with_its_lesson_and_keeps_its_cells_short() -> None:
 @notebook_tests
 def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
     """The integration run of 02's refusals (the others: tests/test_notebook_refusals.py)."""
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
+    run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
     assert not run.ok and "GPUUnavailableError" in run.error and 'device="cpu"' in run.error
 
 

@@ -15,7 +15,7 @@ from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from tools import suite
+from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -34,7 +34,7 @@ SHARED_KNOBS = ("decode=", "threads=", "hw_decoder_load=")  # what pipeline mode
 
 
 @pytest.fixture(scope="module")
-def document(ci_run: dict[str, suite.NotebookRun]):
+def document(ci_run: dict[str, run_notebooks.NotebookRun]):
     """What notebook 03 recorded in the shared CI-scale run (conftest's ``ci_run``)."""
     run = ci_run[NAME]
     assert run.ok, run.error
@@ -173,5 +173,5 @@ def test_the_lesson_captured_every_operator_and_the_profile_adds_up(document) ->
 @pytest.mark.notebook
 def test_batch_sizes_that_are_not_multiples_of_the_first_are_refused_in_a_run(tmp_path: Path) -> None:
     """The integration run of 03's refusals (the others: tests/test_notebook_refusals.py)."""
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "run", {"batch_sizes": [64, 100], "device": "cpu"})
+    run = run_notebooks.run_notebook(NOTEBOOK, tmp_path / "run", {"batch_sizes": [64, 100], "device": "cpu"})
     assert not run.ok and "must be a multiple of the first (64)" in run.error

@@ -15,7 +15,8 @@ from helpers.benchmarking import ratio
 from helpers.devices import gpu_available
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from tools import suite
+from tools import run_notebooks
+from tools import run_parameters
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-scaling-out.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -27,11 +28,11 @@ SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 
 
 def _ci_parameters() -> dict:
-    return suite.parameters_for(NOTEBOOK, "ci", "auto")  # the notebook's metadata
+    return run_parameters.parameters_for(NOTEBOOK, "ci", "auto")  # the notebook's metadata
 
 
 @pytest.fixture(scope="module")
-def run04(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
+def run04(ci_run: dict[str, run_notebooks.NotebookRun]) -> run_notebooks.NotebookRun:
     """Notebook 04 in the shared CI-scale run (conftest's ``ci_run``)."""
     run = ci_run[NOTEBOOK.stem]
     assert run.ok, run.error
@@ -160,5 +161,5 @@ def test_two_nodes_met_at_one_rendezvous_and_stuck_to_their_shards(run04) -> Non
 @pytest.mark.notebook
 def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
     """The integration run of 04's refusals (the others: tests/test_notebook_refusals.py)."""
-    run = suite.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
+    run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
     assert not run.ok and "parameter processes must be at least 2" in run.error

@@ -21,8 +21,8 @@ from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.photos_at_scale import CPU_GOAL
 from helpers.photos_at_scale import GOALS as GOAL_SPECS
-from helpers.records import NotebookResults
-from tools import suite
+from helpers.results_file import NotebookResults
+from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -45,7 +45,7 @@ TRIAL_FIELDS = ("samples", "seconds", "waited_s", "cpu_s", "peak_gib", "skipped"
 
 
 @pytest.fixture(scope="module")
-def document(ci_run: dict[str, suite.NotebookRun]) -> NotebookResults:
+def document(ci_run: dict[str, run_notebooks.NotebookRun]) -> NotebookResults:
     """What notebook 05 recorded in the shared CI-scale run (conftest's ``ci_run``)."""
     run = ci_run[NAME]
     assert run.ok, run.error

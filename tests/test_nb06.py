@@ -14,7 +14,8 @@ from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from tools import suite
+from tools import run_notebooks
+from tools import run_parameters
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -28,7 +29,7 @@ SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
 
 
 @pytest.fixture(scope="module")
-def run06(ci_run: dict[str, suite.NotebookRun]) -> suite.NotebookRun:
+def run06(ci_run: dict[str, run_notebooks.NotebookRun]) -> run_notebooks.NotebookRun:
     """Notebook 06 in the shared CI-scale run (conftest's ``ci_run``)."""
     run = ci_run[NOTEBOOK.stem]
     assert run.ok, run.error
@@ -160,10 +161,10 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
 @pytest.mark.usefixtures("scratch_folders_to_ourselves")  # not beside the CI-scale run: it works there
 def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
     """The integration run of 06's refusals (the others: tests/test_notebook_refusals.py)."""
-    parameters = {**suite.parameters_for(NOTEBOOK, "ci", "cpu"), "processes": 1}
+    parameters = {**run_parameters.parameters_for(NOTEBOOK, "ci", "cpu"), "processes": 1}
     scratch = REPO_ROOT / "build" / "nb06"
     before = scratch.stat().st_ino if scratch.is_dir() else None  # emptying it makes it anew
-    run = suite.run_notebook(NOTEBOOK, tmp_path, parameters)
+    run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, parameters)
     assert not run.ok and "parameter processes must be at least 2" in run.error
     after = scratch.stat().st_ino if scratch.is_dir() else None
     assert after == before, "a refused run made or emptied the notebook's scratch folder"

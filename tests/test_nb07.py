@@ -15,7 +15,7 @@ from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
 from helpers.video_clips import clip_span
 from helpers.video_clips import clip_starts
-from tools import suite
+from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "07-video-clips.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -29,7 +29,7 @@ GOALS = {"fed: best DALI / training alone": 0.85, "alone: best DALI / best PyAV 
 
 
 @pytest.fixture(scope="module")
-def document(ci_run: dict[str, suite.NotebookRun]) -> dict:
+def document(ci_run: dict[str, run_notebooks.NotebookRun]) -> dict:
     run = ci_run[NAME]
     assert run.ok, run.error
     return run.results
@@ -107,6 +107,6 @@ def test_a_video_dir_that_is_not_a_folder_of_videos_is_refused_naming_it(tmp_pat
     """The integration run of 07's refusal (in this process too: tests/test_notebook_refusals.py)."""
     (tmp_path / "cats").mkdir()
     (tmp_path / "cats" / "a.mp4").write_text("not a video")
-    run = suite.run_notebook(NOTEBOOK, tmp_path / "out", {"video_dir": str(tmp_path), "trials": 1})
+    run = run_notebooks.run_notebook(NOTEBOOK, tmp_path / "out", {"video_dir": str(tmp_path), "trials": 1})
     assert not run.ok
     assert "DataSourceError" in run.error and "video_dir" in run.error and "a.mp4" in run.error

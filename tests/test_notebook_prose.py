@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from tools.bottom_lines import TAG as BOTTOM_LINE
-from tools.suite import notebooks
+from tools.run_parameters import notebooks
 
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)")
 COMPARATIVE = re.compile(r"\b(faster|fastest|slower|slowest|quicker|no difference|outperforms?)\b",

@@ -21,7 +21,7 @@ from helpers.data_sources import locate_photos
 from helpers.lmdb_subset import first_records
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
-from tools import suite
+from tools import run_parameters
 from tools.registry import notebook_paths
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -44,7 +44,7 @@ def test_a_bad_parameter_is_refused_by_name_in_the_set_up(name, parameters, erro
     before = state()
     notebook = NOTEBOOKS / f"{name}.ipynb"
     with pytest.raises(error) as raised:
-        run_setup(notebook, {**suite.parameters_for(notebook, "ci", "cpu"), **parameters})
+        run_setup(notebook, {**run_parameters.parameters_for(notebook, "ci", "cpu"), **parameters})
     assert message in str(raised.value)
     assert state() == before, "a refused set-up made or emptied the notebook's scratch folder"
 
@@ -88,7 +88,7 @@ def test_good_parameters_pass_the_set_up_and_it_ends_before_the_first_lesson(not
     them is run)."""
     cells = setup_cells(notebook)
     assert any("parameters" in c.metadata.get("tags", []) for c in cells), notebook.name
-    namespace = run_setup(notebook, suite.parameters_for(notebook, "ci", "cpu"))
+    namespace = run_setup(notebook, run_parameters.parameters_for(notebook, "ci", "cpu"))
     assert namespace["device"] == "cpu", notebook.name
 
 

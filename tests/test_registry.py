@@ -24,9 +24,9 @@ from test_docs_site import site_nav
 
 from helpers.paths import REPO_ROOT
 from tools import inventory
+from tools import notebook_tables
 from tools import registry
-from tools import results_table
-from tools import suite
+from tools import run_parameters
 
 ENTRY = {"title": "A dummy", "learn": "Nothing, on purpose", "needs_gpu": "No: it computes nothing",
          "scales": {"ci": {"answer": 2}, "bench": {"answer": 3}},
@@ -77,11 +77,11 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_the_runner_runs_notebook_99_with_its_scales(checkout: tuple[Path, Path]) -> None:
     root, dummy = checkout
-    assert suite.notebooks(root=root)[-1] == dummy
-    assert suite.notebooks(["99"], root=root) == [dummy]
-    assert suite.scales_of(dummy) == ENTRY["scales"]
-    assert suite.parameters_for(dummy, "ci", "auto") == {"answer": 2}
-    assert suite.parameters_for(dummy, "bench", "auto") == {"answer": 3}
+    assert run_parameters.notebooks(root=root)[-1] == dummy
+    assert run_parameters.notebooks(["99"], root=root) == [dummy]
+    assert run_parameters.scales_of(dummy) == ENTRY["scales"]
+    assert run_parameters.parameters_for(dummy, "ci", "auto") == {"answer": 2}
+    assert run_parameters.parameters_for(dummy, "bench", "auto") == {"answer": 3}
 
 
 def test_the_inventory_and_the_results_page_list_notebook_99(checkout: tuple[Path, Path]) -> None:
@@ -89,8 +89,8 @@ def test_the_inventory_and_the_results_page_list_notebook_99(checkout: tuple[Pat
     rows = [line for line in inventory.render_inventory(root).splitlines() if line.startswith("| 99 ")]
     assert rows == ["| 99 | [A dummy](notebooks/99-dummy.ipynb) | Nothing, on purpose | "
                     "No: it computes nothing | — / — |"]
-    assert results_table.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
-    assert results_table.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
+    assert notebook_tables.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
+    assert notebook_tables.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
 
 
 def test_the_docs_nav_and_files_take_notebook_99(checkout: tuple[Path, Path]) -> None:

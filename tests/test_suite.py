@@ -14,16 +14,23 @@ from nbformat.v4 import new_code_cell
 from nbformat.v4 import new_notebook
 
 from helpers import embedded_data
+from helpers.parameters import check_known
 from helpers.paths import MNIST_TRAINING
 from helpers.paths import REPO_ROOT
-from helpers.records import LoggedNotebook
-from helpers.records import NotebookResults
-from helpers.records import Record
-from helpers.records import RunFacts
-from helpers.records import RunLog
+from helpers.results_file import NotebookResults
+from tools import record_format
+from tools import run_notebooks
+from tools import run_parameters
+from tools import run_record
 from tools import suite
+from tools.copies import copy_notebooks
+from tools.copies import has_checked_cells
+from tools.record_format import LoggedNotebook
+from tools.record_format import Record
+from tools.record_format import RunFacts
+from tools.record_format import RunLog
 
-SAVE_ANSWER = ("import os, pathlib\nfrom helpers.records import NotebookResults\n"
+SAVE_ANSWER = ("import os, pathlib\nfrom helpers.results_file import NotebookResults\n"
                "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
                ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
 
@@ -47,11 +54,11 @@ def _notebook(path: Path, *cells: str, entry: dict | None = ENTRY) -> Path:
 @pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_failing_cell_is_named_and_its_notebook_kept(tmp_path: Path) -> None:
     notebook = _notebook(tmp_path / "07-broken.ipynb", "print('fine')", "1 / 0")
-    run = suite.run_notebook(notebook, tmp_path / "out", {})
+    run = run_notebooks.run_notebook(notebook, tmp_path / "out", {})
     assert not run.ok
     assert "cell 2" in run.error and "ZeroDivisionError" in run.error
     assert run.executed.is_file()  # kept for inspection
-    text = suite.summary([run], tmp_path / "out")
+    text = run_notebooks.summary([run], tmp_path / "out")
     assert "07-broken" in text and "FAILED" in text and str(run.executed) in text
 
 
@@ -64,7 +71,7 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     node.cells.insert(1, stale)
     node.metadata["papermill"] = {"parameters": {"answer": 7}}  # what that older run recorded
     nbformat.write(node, notebook)
-    run = suite.run_notebook(notebook, tmp_path / "out", {})
+    run = run_notebooks.run_notebook(notebook, tmp_path / "out", {})
     assert run.ok, run.error
     executed = nbformat.read(run.executed, as_version=4)
     assert [c.source for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])] == []
@@ -82,13 +89,13 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
     anyway. Papermill is handed nothing, so the executed notebook has no injected cell; run.json
     states scale, device, what papermill was handed, the command and the commit, and the record
     made from the folder carries them per notebook. Paths inside the checkout are relative."""
-    monkeypatch.setattr(suite, "ROOT", tmp_path)
-    monkeypatch.setattr(suite, "resolve_device", lambda device: "gpu")
+    monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
+    monkeypatch.setattr(run_parameters, "resolve_device", lambda device: "gpu")
     notebook = _notebook(tmp_path / "notebooks" / "10-paths.ipynb", SAVE_ANSWER.format(name="10-paths"))
     node = nbformat.read(notebook, as_version=4)
     node.cells[0].source += '\ndevice = "auto"'
     nbformat.write(node, notebook)
-    out = suite.default_out_dir("test-paths")
+    out = run_notebooks.default_out_dir("test-paths")
     try:
         [run] = suite.run_suite("gpu", "full", out, command="python -m tools.suite run --device gpu")
         assert run.ok, run.error
@@ -102,10 +109,10 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         entry = log.notebooks["10-paths"]
         assert entry.parameters == {}
         assert entry.command == "python -m tools.suite run --device gpu"
-        assert entry.commit == suite.git_commit() != ""
+        assert entry.commit == run_notebooks.git_commit() != ""
         NotebookResults("10-paths", "2026-11-30T10:00:00+00:00", {"gpu": "X"}, {"device": "gpu"},
                         {}, {}).write(out / "results")
-        record = Record.read(suite.write_record(out, tmp_path / "r.json"))
+        record = Record.read(run_record.write_record(out, tmp_path / "r.json"))
         assert record.notebooks["10-paths"].run == RunFacts(
             "full", "gpu", "gpu", {}, "python -m tools.suite run --device gpu", entry.commit)
         assert record.notebooks["10-paths"].seconds == entry.seconds
@@ -120,10 +127,10 @@ def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environ
     environment), and the runs come back in the notebooks' order."""
     import os
 
-    from helpers.records import RESULTS_FOLDER_VARIABLE
+    from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
     monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
-    monkeypatch.setattr(suite, "ROOT", tmp_path)
+    monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
     for name in ("01-a", "02-b"):
         _notebook(tmp_path / "notebooks" / f"{name}.ipynb", "import time; time.sleep(1)",
                   SAVE_ANSWER.format(name=name))
@@ -143,37 +150,43 @@ def test_notebooks_side_by_side_only_at_ci_scale(tmp_path: Path) -> None:
 def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     with pytest.raises(SystemExit, match="no results JSON"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     (tmp_path / "results" / "01-x.json").write_text('{"notebook": "01-x", "machine": {}}')
     with pytest.raises(SystemExit, match="01-x.json lacks created, parameters, headline, results"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     NotebookResults.now("01-x", {}, {"device": "cpu"}, {}, {}).write(tmp_path / "results")
     with pytest.raises(SystemExit, match="run.json is missing: a record states how each notebook was run"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     RunLog("full", "auto").write(tmp_path)
     with pytest.raises(SystemExit, match="says nothing of 01-x"):
-        suite.write_record(tmp_path, tmp_path / "r.json")
+        run_record.write_record(tmp_path, tmp_path / "r.json")
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("gpu,label", [("NVIDIA H200", "h200"), (None, "cpu"),
+                                       ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090")])
+def test_machine_label(gpu, label) -> None:
+    assert run_record.machine_label({"gpu": gpu}) == label
+
+
 def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(suite, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(run_record, "REPO_ROOT", tmp_path)
     run = tmp_path / "run"
     (run / "results").mkdir(parents=True)
     NotebookResults("04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2},
                     {"device": "gpu"}, {}, {}).write(run / "results")
     RunLog("full", "gpu", {"04-x": LoggedNotebook(1.0, True, None, {}, "x", "y")}).write(run)
-    assert suite.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
+    assert run_record.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
     with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
-        suite.write_record(run)
+        run_record.write_record(run)
 
 
 def test_the_commit_outside_git_is_unknown(tmp_path: Path) -> None:
-    assert suite.git_commit(tmp_path) == "unknown"
+    assert run_notebooks.git_commit(tmp_path) == "unknown"
 
 
 def test_the_command_line_holds_no_path_of_the_machine(tmp_path: Path) -> None:
-    line = suite.command_line(["run", "--out", str(REPO_ROOT / "build" / "x"),
+    line = run_notebooks.command_line(["run", "--out", str(REPO_ROOT / "build" / "x"),
                                "--to", str(tmp_path / "r.json")])
     assert line == "python -m tools.suite run --out build/x --to .../r.json"
 
@@ -184,7 +197,7 @@ def test_the_command_line_holds_no_path_of_the_machine(tmp_path: Path) -> None:
 ])
 def test_bad_parameters_stop_the_run_before_execution(tmp_path: Path, parameters, message) -> None:
     notebook = _notebook(tmp_path / "08-params.ipynb", "open('ran', 'w').write('yes')")
-    run = suite.run_notebook(notebook, tmp_path / "out", parameters)
+    run = run_notebooks.run_notebook(notebook, tmp_path / "out", parameters)
     assert not run.ok and message in run.error
     assert not (tmp_path / "ran").exists() and not run.executed.exists()
 
@@ -196,8 +209,8 @@ def test_each_run_gets_its_own_folder(tmp_path: Path, monkeypatch) -> None:
         def now(cls, tz=None):
             return cls(2026, 11, 30, 12, 0, 0)
 
-    monkeypatch.setattr(suite._dt, "datetime", FrozenClock)
-    folders = [suite.default_out_dir("run", tmp_path) for _ in range(3)]
+    monkeypatch.setattr(run_notebooks._dt, "datetime", FrozenClock)
+    folders = [run_notebooks.default_out_dir("run", tmp_path) for _ in range(3)]
     assert len(set(folders)) == 3 and all(f.is_dir() for f in folders)
     assert folders[0].name == "run-20261130-120000"
 
@@ -208,24 +221,24 @@ def test_papermill_is_handed_only_what_changes_the_defaults(monkeypatch, gpu: bo
     device that "auto" resolves to on the machine, is not injected (`make test-gpu` on a GPU
     machine injects nothing: the executed notebooks have no injected cell)."""
     here = "gpu" if gpu else "cpu"
-    monkeypatch.setattr(suite, "resolve_device", lambda device: here if device == "auto" else device)
-    for notebook in suite.notebooks():
-        declared = suite.declared_parameters(notebook)
-        scales = suite.scales_of(notebook)
+    monkeypatch.setattr(run_parameters, "resolve_device", lambda device: here if device == "auto" else device)
+    for notebook in run_parameters.notebooks():
+        declared = run_parameters.declared_parameters(notebook)
+        scales = run_parameters.scales_of(notebook)
         assert {"ci", "bench"} <= set(scales), notebook.name
         assert declared["device"] == "auto", notebook.name
-        for scale in suite.SCALES:
+        for scale in record_format.SCALES:
             changed = {k: v for k, v in scales.get(scale, {}).items() if declared[k] != v}
-            assert suite.parameters_for(notebook, scale, here) == changed
-            assert suite.parameters_for(notebook, scale, "auto") == changed
+            assert run_parameters.parameters_for(notebook, scale, here) == changed
+            assert run_parameters.parameters_for(notebook, scale, "auto") == changed
             other = "cpu" if gpu else "gpu"
-            assert suite.parameters_for(notebook, scale, other) == {**changed, "device": other}
-            suite.check_known(declared, changed, notebook.name)
-        assert suite.parameters_for(notebook, "full", here) == {}
+            assert run_parameters.parameters_for(notebook, scale, other) == {**changed, "device": other}
+            check_known(declared, changed, notebook.name)
+        assert run_parameters.parameters_for(notebook, "full", here) == {}
 
 
 def test_bad_parameters_of_a_scale_stop_the_suite_before_any_kernel(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(suite, "ROOT", tmp_path)
+    monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
     _notebook(tmp_path / "notebooks" / "12-scale.ipynb", "open('ran', 'w').write('yes')",
               entry={**ENTRY, "scales": {"ci": {"answr": 7}, "bench": {}}})
     with pytest.raises(SystemExit, match="12-scale.ipynb: unknown parameter answr; did you mean answer"):
@@ -235,45 +248,45 @@ def test_bad_parameters_of_a_scale_stop_the_suite_before_any_kernel(tmp_path: Pa
 
 def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="unknown scale"):
-        suite.parameters_for(suite.notebooks()[0], "huge", "auto")
+        run_parameters.parameters_for(run_parameters.notebooks()[0], "huge", "auto")
     with pytest.raises(SystemExit, match="no notebook matches"):
-        suite.notebooks(["99"])
+        run_parameters.notebooks(["99"])
     with pytest.raises(SystemExit, match=r"11-bare.ipynb: metadata\['dali_tutorials'\] lacks title, learn, "
                                          r"needs_gpu, scales; .*tools/registry.py"):
-        suite.parameters_for(_notebook(tmp_path / "11-bare.ipynb", entry=None), "ci", "auto")
+        run_parameters.parameters_for(_notebook(tmp_path / "11-bare.ipynb", entry=None), "ci", "auto")
     _notebook(tmp_path / "notebooks" / "13-untitled.ipynb", entry={**ENTRY, "title": ""})
     with pytest.raises(SystemExit, match=r"13-untitled.ipynb: metadata\['dali_tutorials'\] lacks title;"):
-        suite.notebooks(root=tmp_path)  # a run stops before any kernel
+        run_parameters.notebooks(root=tmp_path)  # a run stops before any kernel
 
 
 def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> None:
-    copies = suite.copy_notebooks(tmp_path)
-    assert [c.name for c in copies] == [n.name for n in suite.notebooks()]
+    copies = copy_notebooks(tmp_path)
+    assert [c.name for c in copies] == [n.name for n in run_parameters.notebooks()]
     for copy in copies:
         node = nbformat.read(copy, as_version=4)
         assert not [c for c in node.cells if "injected-parameters" in c.metadata.get("tags", [])]
     copies[0].write_text("my work")
-    suite.copy_notebooks(tmp_path)
+    copy_notebooks(tmp_path)
     assert copies[0].read_text() == "my work"
-    suite.copy_notebooks(tmp_path, fresh=True)
+    copy_notebooks(tmp_path, fresh=True)
     assert copies[0].read_text() != "my work"
 
 
 def test_nbval_copies_at_ci_scale_carry_its_parameters_after_the_parameters_cell(tmp_path: Path) -> None:
     """`make nbval`'s copies: only the notebooks with checked cells, each with the CI scale's
     parameters in a cell of papermill's own after its parameters cell."""
-    copies = suite.copy_notebooks(tmp_path, fresh=True, checked_only=True, scale="ci")
-    assert copies and all(suite.has_checked_cells(c) for c in copies)
-    assert len(copies) < len(suite.notebooks())
+    copies = copy_notebooks(tmp_path, fresh=True, checked_only=True, scale="ci")
+    assert copies and all(has_checked_cells(c) for c in copies)
+    assert len(copies) < len(run_parameters.notebooks())
     for copy in copies:
         cells = nbformat.read(copy, as_version=4).cells
         tags = [c.metadata.get("tags", []) for c in cells]
         at = next(i for i, t in enumerate(tags) if "parameters" in t)
         assert "injected-parameters" in tags[at + 1], copy.name
-        wanted = suite.parameters_for(suite.ROOT / "notebooks" / copy.name, "ci", "auto")
+        wanted = run_parameters.parameters_for(run_parameters.ROOT / "notebooks" / copy.name, "ci", "auto")
         assert wanted and all(f"{k} = {v!r}" in cells[at + 1].source for k, v in wanted.items())
         assert sum("injected-parameters" in t for t in tags) == 1
-    plain = suite.copy_notebooks(tmp_path / "plain", checked_only=True)
+    plain = copy_notebooks(tmp_path / "plain", checked_only=True)
     assert not any("injected-parameters" in c.metadata.get("tags", [])
                    for copy in plain for c in nbformat.read(copy, as_version=4).cells)
 
@@ -283,7 +296,7 @@ def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewri
     JupyterLab rewrites language_info from the kernel on opening, which marks a copy modified."""
     import platform
 
-    for copy in suite.copy_notebooks(tmp_path, fresh=True):
+    for copy in copy_notebooks(tmp_path, fresh=True):
         assert nbformat.read(copy, as_version=4).metadata["language_info"]["version"] == \
             platform.python_version()
 
@@ -308,7 +321,7 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
     notebooks.mkdir()
     notebook = _notebook(notebooks / "08-answer.ipynb", SAVE_ANSWER.format(name="08-answer"))
     monkeypatch.chdir(tmp_path)
-    run = suite.run_notebook(notebook, Path("build") / "run", {})
+    run = run_notebooks.run_notebook(notebook, Path("build") / "run", {})
     assert run.ok, run.error
     assert run.results.results == {"answer": 42}
     assert (tmp_path / "build" / "run" / "results" / "08-answer.json").is_file()
@@ -318,13 +331,14 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
 @pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_warning_names_an_installed_packages_file_without_the_machines_folders(tmp_path: Path) -> None:
     warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning"
-    assert suite.portable_text(warning) == "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
-    assert suite.portable_text("see notebooks/05.ipynb and ~/x/site-packages/y") == \
+    assert run_notebooks.portable_text(warning) == \
+        "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
+    assert run_notebooks.portable_text("see notebooks/05.ipynb and ~/x/site-packages/y") == \
         "see notebooks/05.ipynb and ~/x/site-packages/y"  # not an absolute path: left alone
     notebook = _notebook(tmp_path / "08-warns.ipynb",
                          "import sys\nprint('/usr/lib/python3/dist-packages/tqdm/auto.py:21: TqdmWarning', "
                          "file=sys.stderr)\nraise RuntimeError('x')")
-    run = suite.run_notebook(notebook, tmp_path / "out", {})
+    run = run_notebooks.run_notebook(notebook, tmp_path / "out", {})
     cells = nbformat.read(run.executed, as_version=4).cells
     (outputs,) = [c.outputs for c in cells if "TqdmWarning" in c.source]
     assert outputs[0].text == "<site-packages>/tqdm/auto.py:21: TqdmWarning\n"
@@ -334,8 +348,8 @@ def test_a_warning_names_an_installed_packages_file_without_the_machines_folders
 def test_a_full_run_says_first_how_long_it_should_take() -> None:
     from tools.inventory import duration
     from tools.inventory import runtimes
-    from tools.suite import expected_time
-    from tools.suite import notebooks
+    from tools.run_notebooks import expected_time
+    from tools.run_parameters import notebooks
 
     chosen = notebooks(["01", "02"])
     column = runtimes()[False]
@@ -350,8 +364,8 @@ def test_a_full_run_says_first_how_long_it_should_take() -> None:
 def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
     """papermill's kernels, started with the runner's arguments, print no TCP warning (without
     them every kernel does)."""
-    from tools.suite import KERNEL
-    from tools.suite import KERNEL_ARGUMENTS
+    from tools.run_notebooks import KERNEL
+    from tools.run_notebooks import KERNEL_ARGUMENTS
 
     source = tmp_path / "n.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("print(1)")]), source)

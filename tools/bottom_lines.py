@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
-from helpers.records import Record
 from tools.findings import NOTEBOOKS
 from tools.findings import Finding
 from tools.findings import Lookup
 from tools.findings import find
+from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import newest_gpu_first
 

@@ -36,8 +36,9 @@ from typing import Any
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
-from helpers.records import NotebookEntry
-from helpers.records import Record
+from tools.goal_check import goal_problems
+from tools.record_format import NotebookEntry
+from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import machine_heading
 from tools.records import newest_gpu_first
@@ -58,25 +59,6 @@ class Figure:
     def shown(self) -> str:
         """How the sentence shows it: ``2.17x [2.07-2.27]`` (:class:`helpers.benchmarking.Ratio`)."""
         return str(self.ratio)
-
-
-def goal_problems(goal: dict[str, Any]) -> list[str]:
-    """What is wrong with a recorded goal (an empty list when nothing is): the fields it lacks,
-    or a verdict that does not follow its 95% interval."""
-    count = "launches" if "launches" in goal else "trials"
-    missing = [k for k in ("ratio", "ci95", "goal", "verdict", count) if k not in goal]
-    if missing:
-        return [f"lacks {', '.join(missing)}"]
-    low, high = goal["ci95"]
-    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
-    expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
-    problems = []
-    if not low <= goal["ratio"] <= high:
-        problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
-    if goal["verdict"] != expected:
-        problems.append(f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
-                        f"the goal {goal['goal']:g} says {expected!r}")
-    return problems
 
 
 @dataclass

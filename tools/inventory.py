@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from helpers.paths import REPO_ROOT
-from helpers.records import Record
 from tools import readme_blocks
 from tools import registry
+from tools.record_format import Record
 from tools.records import machine_heading
 from tools.records import newest_per_notebook
 from tools.records import records

@@ -1,11 +1,12 @@
-"""The committed run records (``results/*.json``, :class:`helpers.records.Record`) as the
+"""The committed run records (``results/*.json``, :class:`tools.record_format.Record`) as the
 generated blocks read them.
 
 Every fact comes from the records themselves, never from a file name: when a record was made
 (``Record.recorded_at``), whether its machine has a GPU (``Record.has_gpu``), what its heading says
 (:func:`column_heading`), and for each notebook the newest record that holds it
 (:func:`newest_per_notebook`). ``seed.json`` (what DALI's own tutorials printed) is not a run
-record: :func:`records` leaves it out. ``tools.inventory``, ``tools.results_table`` and
+record: :func:`records` leaves it out. ``tools.inventory``, the results page's tables
+(``tools.notebook_tables``, ``tools.goals_table``, ``tools.published_comparison``) and
 ``tools.findings`` all read the records through this module.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
-from helpers.records import Record
+from tools.record_format import Record
 
 RESULTS = REPO_ROOT / "results"
 SEED = "seed.json"  # what DALI's own notebooks printed

@@ -3,8 +3,8 @@ dash, the slug), each described by its own metadata, ``metadata["dali_tutorials"
 
 There is no list of notebooks anywhere else: a notebook is registered by being committed under that
 name with that metadata. Everything that lists notebooks reads them from here: the runner
-(``tools.suite``: which notebooks run, the parameters of each scale), the README's inventory
-(``tools.inventory``), the results page's tables (``tools.results_table``: titles and headline
+(``tools.run_parameters``: which notebooks run, the parameters of each scale), the README's inventory
+(``tools.inventory``), the results page's tables (``tools.notebook_tables``: titles and headline
 labels), the docs site's nav and files (``docs/hooks.py``), the refusal tests, the GPU tier and
 every test parametrized by notebook. ``tests/test_registry.py`` adds a notebook 99 to a copy of
 the checkout and checks that each of them finds it.
@@ -19,7 +19,7 @@ required, ``headline`` is optional):
 - ``scales``: the runner's parameters for the ``ci`` and ``bench`` scales (``full`` is the
   notebook's own defaults);
 - ``headline``: ``{key: {"label", "format", "interval"}}`` for the headline figures it saves
-  (``tools.results_table``).
+  (``tools.notebook_tables``).
 
 :func:`notebook_paths` only finds the files (the docs' nav needs no more, so that a notebook with
 broken metadata still gets its page, where the build names the fault); :func:`notebooks` reads

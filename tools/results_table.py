@@ -1,46 +1,20 @@
 """The results page's tables and the README's findings, generated from the committed records
-(never typed).
+(never typed): the command that writes them.
 
     python -m tools.results_table          # rewrite README.md's findings, docs/pages/results.md's tables
                                            # and each notebook's bottom-line cell
     python -m tools.results_table --check  # exit 1 if one of them is out of date
 
 The records are read through ``tools.records`` (``results/*.json``; format in
-``helpers.records``): every fact comes from the records themselves, never from a file name. The results page
-(docs/pages/results.md) holds, in this order:
+``tools.record_format``): every fact comes from the records themselves, never from a file name.
+Each block is a module's job. The results page (docs/pages/results.md) holds, in this order:
 
-- the goals table (block ``goals``): each notebook's ``results.goals`` in the newest record of a
-  machine with a GPU that holds the notebook (01-03 may come from a run on one GPU, 04 from one
-  on two), ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"``
-  in place of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict
-  must follow the interval (met: its low end clears the goal; not met: its high end is below it;
-  inconclusive otherwise), or the table is not generated. A notebook
-  without goals gets a row saying so, and goals that only a record without a GPU holds are stated,
-  not judged;
-- a table per notebook (block ``notebook-tables``): a column per record that holds the notebook
-  and some of its headline figures (no empty column), oldest first by the date it records; its
-  heading says the machine (``machine.gpu``/``gpu_count``, else its CPU cores), the runner's
-  scale and device (each notebook's ``run``), and the date. A row per headline figure, its label
-  from the notebook's metadata, filled from the parameters that the record says the notebook ran with::
-
-      "metadata": {"dali_tutorials": {..., "headline": {
-          "cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
-                               "format": "{:,.0f}"},
-          "gpu_over_cpu": {"label": "GPU / CPU decode, {threads} threads", "format": "{:.2f}x"}}}}
-
-  The keys are the notebook's headline keys (rows follow the records' order of keys). ``label``
-  is a :meth:`str.format` template whose fields are looked up in the record's
-  ``notebooks.<notebook>.parameters``, then in its ``results`` (top-level values), so a key
-  holds no parameter value and the label shows the one each record ran with; records that
-  differ in it get a row each. ``format`` formats the value (default ``{:,.4g}``). A key that the
-  metadata does not list is its own label, which ``tests/test_generated_tables.py`` refuses in
-  the committed records.
-  A ratio's spec may add ``"interval": ["goals", "<goal name>"]`` (or ``["ratios", "<key>"]``):
-  the path, in the record's ``results``, of its ``{"ratio", "ci95"}``; the cell then shows the
-  95% interval beside the value;
-- the comparison with what DALI's own tutorials printed (``seed.json``; block
-  ``published-comparison``): a table of the seed's figures beside the newest GPU record's, and
-  how far apart they are.
+- the goals table (block ``goals``): ``tools.goals_table`` (each goal checked by
+  ``tools.goal_check``);
+- a table per notebook (block ``notebook-tables``): ``tools.notebook_tables``, rows labelled by
+  each notebook's ``headline`` metadata;
+- the comparison with what DALI's own tutorials printed (block ``published-comparison``):
+  ``tools.published_comparison``.
 
 The README's findings block is ``tools.findings``', the notebooks' bottom-line cells
 ``tools.bottom_lines``' (``--notebooks DIR``, default ``notebooks/``). The committed page links
@@ -51,26 +25,15 @@ page.
 
 from __future__ import annotations
 
-import json
-import string
 import sys
-from pathlib import Path
-from typing import Any
-from typing import NamedTuple
 
 from helpers.paths import REPO_ROOT
-from helpers.records import NotebookEntry
-from helpers.records import Record
 from tools import bottom_lines
 from tools import findings
 from tools import readme_blocks
-from tools import registry
-from tools.findings import goal_problems
-from tools.records import RESULTS
-from tools.records import SEED
-from tools.records import column_heading
-from tools.records import newest_per_notebook
-from tools.records import records
+from tools.goals_table import render_goals_table
+from tools.notebook_tables import render_notebook_tables
+from tools.published_comparison import render_published_comparison
 
 GOALS_BLOCK = "goals"
 TABLES_BLOCK = "notebook-tables"
@@ -79,298 +42,6 @@ RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 # links lead from the page to the folder that holds results/ and notebooks/: "" in the README and
 # on the site (docs/hooks.py), PAGE_PREFIX in the committed docs/pages/results.md
 PAGE_PREFIX = "../../"
-DEFAULT_FORMAT = "{:,.4g}"
-GENERATED = "Generated by `python -m tools.results_table`; a test keeps it in step with the JSON."
-
-class Column(NamedTuple):
-    heading: str
-    record: Record
-
-    def entry(self, notebook: str) -> NotebookEntry | None:
-        return self.record.notebooks.get(notebook)
-
-
-class Row(NamedTuple):
-    label: str
-    cells: list[str]
-
-
-def headline_labels(notebooks_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """``{notebook stem: metadata.dali_tutorials.headline}`` of the notebooks in ``notebooks_dir``."""
-    return {stem: meta.get("headline") or {} for stem, meta in _metadata(notebooks_dir).items()}
-
-
-def notebook_titles(notebooks_dir: Path) -> dict[str, str]:
-    """``{notebook stem: metadata.dali_tutorials.title}`` (the stem where a notebook has none)."""
-    return {stem: meta.get("title") or stem for stem, meta in _metadata(notebooks_dir).items()}
-
-
-def _metadata(notebooks_dir: Path) -> dict[str, dict[str, Any]]:
-    found = {}
-    for path in registry.notebook_paths(notebooks_dir.parent):  # the registry's notebooks
-        found[path.stem] = registry.read_metadata(path)
-    return found
-
-
-def fill_label(template: str, entry: NotebookEntry, where: str) -> str:
-    """``template`` with its fields from the entry's recorded parameters, then its results."""
-    values = {**{k: v for k, v in entry.results.items() if not isinstance(v, (dict, list))},
-              **entry.parameters}
-    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
-    missing = [f for f in fields if f not in values]
-    if missing:
-        raise ValueError(f"{where}: the label {template!r} needs {', '.join(missing)}, which this record's "
-                         "parameters and results do not hold")
-    return template.format(**values)
-
-
-def _label(notebook: str, key: str, entry: NotebookEntry, specs: dict[str, dict[str, Any]],
-           where: str) -> tuple[str, str]:
-    if key in specs:
-        spec = specs[key]
-        return fill_label(spec["label"], entry, where), spec.get("format", DEFAULT_FORMAT)
-    return key, DEFAULT_FORMAT
-
-
-def interval_of(entry: NotebookEntry, spec: dict[str, Any] | None) -> list[float] | None:
-    """The 95% interval that the spec's ``interval`` path (keys into the entry's ``results``)
-    leads to: a ``{"ratio", "ci95": [low, high]}`` record, as ``helpers.benchmarking`` writes
-    them; None where the spec names none or the record does not hold it."""
-    found: Any = entry.results
-    for step in (spec or {}).get("interval") or [None]:
-        if step is None or not isinstance(found, dict) or step not in found:
-            return None
-        found = found[step]
-    return found.get("ci95") if isinstance(found, dict) else None
-
-
-def format_cell(fmt: str, value: Any, interval: list[float] | None) -> str:
-    """``value`` in ``fmt``, followed by its 95% interval where the record holds one."""
-    if interval is None:
-        return fmt.format(value)
-    low, high = interval
-    return f"{fmt.format(value)} [{fmt.format(low)}–{fmt.format(high)}]"
-
-
-def notebook_rows(notebook: str, columns: list[Column], specs: dict[str, dict[str, Any]]) -> list[Row]:
-    """One row per filled label of a notebook, in the order in which the records (oldest first)
-    list their headline keys (then the metadata's keys, after them: the metadata is
-    stored with sorted keys). Keys whose labels read the same share a row: an older record's
-    ``cpu_decode_img_s_4_threads`` and a newer one's ``cpu_decode_img_s`` run with 4 threads.
-    A cell is "—" where a column holds no key of that label."""
-    held = [k for c in columns for k in (c.entry(notebook).headline if c.entry(notebook) else {})]
-    by_label: dict[str, list[str]] = {}
-    for key in dict.fromkeys([*held, *specs]):  # the records' order first
-        for i, column in enumerate(columns):
-            entry = column.entry(notebook)
-            value = entry.headline.get(key) if entry else None
-            if value is None:
-                continue
-            where = f"{column.record.name}, {notebook}.{key}"
-            label, fmt = _label(notebook, key, entry, specs, where)
-            cells = by_label.setdefault(label, ["—"] * len(columns))
-            if cells[i] != "—":
-                raise ValueError(f"{where}: another headline key of this record has the label {label!r}")
-            cells[i] = format_cell(fmt, value, interval_of(entry, specs.get(key)))
-    return [Row(label, cells) for label, cells in by_label.items()]
-
-
-def columns_of(results_dir: Path) -> list[Column]:
-    """A column per run record (not the seed), oldest first."""
-    found = records(results_dir)
-    headings = [column_heading(record) for record in found]
-    # two records of alike machines on one day (another machine of the same kind): the file tells them apart
-    return [Column(heading if headings.count(heading) == 1
-                   else column_heading(record, f" ({{}}, {record.name})"), record)
-            for record, heading in zip(found, headings, strict=True)]
-
-
-def notebook_columns(notebook: str, columns: list[Column]) -> list[Column]:
-    """The columns of the records that hold some headline figure of ``notebook``: no empty column."""
-    return [c for c in columns
-            if c.entry(notebook) and any(v is not None for v in c.entry(notebook).headline.values())]
-
-
-def render_notebook_table(notebook: str, results_dir: Path = RESULTS) -> str:
-    """One notebook's table (Markdown): a column per record that holds it, a row per headline figure;
-    an empty string where no record holds it."""
-    columns = notebook_columns(notebook, columns_of(results_dir))
-    if not columns:
-        return ""
-    specs = headline_labels(results_dir.parent / "notebooks").get(notebook, {})
-    rows = notebook_rows(notebook, columns, specs)
-    lines = ["| Figure | " + " | ".join(c.heading for c in columns) + " |", "|---|" + "---:|" * len(columns)]
-    return "\n".join(lines + [f"| {row.label} | " + " | ".join(row.cells) + " |" for row in rows])
-
-
-def render_notebook_tables(results_dir: Path = RESULTS, prefix: str = "") -> str:
-    """A section per notebook (Markdown, for the results page): its heading, its table in a
-    ``results-table`` box, and the notebook and records it comes from. ``prefix`` leads from
-    the page to the folder that holds ``results/`` and ``notebooks/``."""
-    notebooks_dir = results_dir.parent / "notebooks"
-    titles = notebook_titles(notebooks_dir)
-    columns = columns_of(results_dir)
-    held = {name for c in columns for name in c.record.notebooks}
-    parts = []
-    for notebook in sorted(set(titles) | held):
-        link = f"[{notebook}.ipynb]({prefix}notebooks/{notebook}.ipynb)"
-        if notebook not in titles:
-            link = f"{notebook} (no such notebook any more)"
-        table = render_notebook_table(notebook, results_dir)
-        used = notebook_columns(notebook, columns)
-        sources = " and ".join(f"[{c.record.name}]({prefix}results/{c.record.name})" for c in used)
-        parts.append(f"### {notebook[:2]} · {titles.get(notebook, notebook)}")
-        if not table:
-            parts.append(f"{link}: no record in `results/` holds its figures yet.")
-            continue
-        parts += ['<div class="results-table" markdown>', table, "</div>",
-                  f"{link}, from {sources}."]
-    parts.append("Each table is one notebook; each column one record that holds it, oldest first: every "
-                 "cell is its `notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with "
-                 "its 95% interval in brackets where the record holds one). A heading names the machine, "
-                 "and the scale and device the record says the notebook ran with "
-                 f"(`notebooks.<notebook>.run`). {GENERATED}")
-    return "\n\n".join(parts)
-
-
-def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str:
-    label = f"{notebook[:2]} · {name}"
-    problems = goal_problems(goal)
-    if problems:
-        raise ValueError(f"{where}, goal {name!r}: {'; '.join(problems)}")
-    low, high = goal["ci95"]
-    count = f"{goal['launches']} launches" if "launches" in goal else f"{goal['trials']} trials"
-    return (f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
-            f"{goal['verdict']} | {count} |")
-
-
-def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
-    """The goals of each notebook in the newest record of a machine with a GPU that holds it
-    (Markdown)."""
-    newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
-    lines = ["| Goal | target | measured | 95% interval | verdict | trials |",
-             "|---|---:|---:|---:|---|---:|"]
-    if not newest:
-        return "\n".join([*lines, "| no record of a GPU machine in results/ | — | — | — | — | — |"])
-    for notebook, record in sorted(newest.items()):
-        goals = record.notebooks[notebook].results.get("goals")
-        if not goals:
-            lines.append(f"| {notebook[:2]} · no goals recorded | — | — | — | — | — |")
-            continue
-        lines += [_goal_row(notebook, name, goal, f"{record.name}, {notebook}")
-                  for name, goal in goals.items()]
-    # goals that only a record without a GPU holds: stated, never judged here
-    elsewhere = newest_per_notebook([r for r in records(results_dir) if not r.has_gpu])
-    for notebook, record in sorted(elsewhere.items()):
-        if notebook in newest:
-            continue
-        for name, goal in (record.notebooks[notebook].results.get("goals") or {}).items():
-            lines.append(f"| {notebook[:2]} · {name} | >= {goal['goal']:g}x | — | — | not judged: no "
-                         "GPU run of this notebook's current version | — |")
-    lines[2:] = sorted(lines[2:], key=lambda row: row[2:4])  # in notebook order
-    sources = {record.name: f"[{record.name}]({prefix}results/{record.name}) "
-                            f"({column_heading(record, ', {}')})" for record in newest.values()}
-    lines += ["", (f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
-                   f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
-                   "its ratio clears the target, not met when the interval lies below it, "
-                   f"inconclusive otherwise. {GENERATED}")]
-    return "\n".join(lines)
-
-
-# figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
-# key in a record, what it is); rates, then ratios
-PUBLISHED_RATES = [
-    ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s",
-     "images/s for CPU decoding in 01"),
-    ("01-getting-started", "gpu_decode_img_s_4_threads", "gpu_decode_img_s",
-     "images/s for GPU decoding in 01 (default `hw_decoder_load`)"),
-    ("02-capture-mode", "eager_samples_per_s", "eager_samples_per_s", "samples/s for eager training in 02"),
-    ("02-capture-mode", "capture_samples_per_s", "capture_samples_per_s",
-     "samples/s for capture training in 02"),
-]
-PUBLISHED_RATIOS = [
-    ("01-getting-started", "gpu_over_cpu_4_threads", "gpu_over_cpu",
-     "the GPU decodes {} as fast as the CPU at 4 threads"),
-    ("02-capture-mode", "capture_over_eager", "capture_over_eager",
-     "capture mode trains {} as fast as eager mode"),
-]
-
-
-def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
-    """Every figure of ``seed.json`` beside the same figure of the newest GPU record that holds its
-    notebook ("—" where the suite measures no such figure), in Markdown; empty without a seed."""
-    seed_path = results_dir / SEED
-    if not seed_path.is_file():
-        return ""
-    seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
-    newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
-    labels = headline_labels(results_dir.parent / "notebooks")
-    ours = {(n, seed_key): key for n, seed_key, key, _ in [*PUBLISHED_RATES, *PUBLISHED_RATIOS]}
-    used = {newest[n].name: newest[n] for n in seed if n in newest}
-    heading = (column_heading(next(iter(used.values()))) if len(used) == 1
-               else "this suite, the newest record of a machine with a GPU")
-    lines = [f"| Figure | DALI's tutorials, as published | {heading} |", "|---|---:|---:|"]
-    for notebook in sorted(seed):
-        for seed_key, published in seed[notebook].get("headline", {}).items():
-            spec = seed[notebook]["labels"][seed_key]  # the seed labels its own figures
-            label, fmt = spec["label"], spec["format"]
-            measured = "—"
-            key = ours.get((notebook, seed_key))
-            entry = newest[notebook].notebooks[notebook] if notebook in newest else None
-            if key is not None and entry and entry.headline.get(key) is not None:
-                spec = labels.get(notebook, {}).get(key, {})
-                measured = format_cell(spec.get("format", fmt), entry.headline[key],
-                                       interval_of(entry, spec))
-            lines.append(f"| {notebook[:2]} · {label} | {fmt.format(published)} | {measured} |")
-    sources = "; ".join(f"[{name}]({prefix}results/{name})" for name in [SEED, *used])
-    lines += ["", f"From {sources}. {GENERATED}"]
-    return "\n".join(lines)
-
-
-def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -> str:
-    """How the newest GPU record's figures compare with those DALI's tutorials printed
-    (``seed.json``): a table of both (:func:`render_published_table`), each rate as published
-    against measured, the range of their quotients, and the ratios with their intervals
-    (Markdown, for the docs' results page)."""
-    seed_path = results_dir / SEED
-    newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
-    notebooks = {n for n, *_ in PUBLISHED_RATES}
-    if not seed_path.is_file() or not notebooks <= set(newest):
-        return ("No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
-                "the published figures.")
-    seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
-    labels = headline_labels(results_dir.parent / "notebooks")
-
-    def measured(notebook: str, key: str) -> tuple[float, NotebookEntry]:
-        entry = newest[notebook].notebooks[notebook]
-        return entry.headline[key], entry
-
-    pairs, quotients, lower = [], [], True
-    for notebook, seed_key, key, what in PUBLISHED_RATES:
-        value, _ = measured(notebook, key)
-        published = seed[notebook]["headline"][seed_key]
-        lower = lower and value < published
-        quotients.append(max(published / value, value / published))
-        pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
-    dates = sorted({newest[n].date for n in notebooks})
-    files = sorted({newest[n].name for n in notebooks})
-    lines = [render_published_table(results_dir, prefix), "",
-             f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
-             f"{max(quotients):.1f} times {'below' if lower else 'apart from'} \"DALI's tutorials, as "
-             "published\" for the same figures: " + "; ".join(pairs) + "."]
-    ratios, apart = [], []
-    for notebook, seed_key, key, what in PUBLISHED_RATIOS:
-        value, entry = measured(notebook, key)
-        published = seed[notebook]["headline"][seed_key]
-        apart.append(max(value / published, published / value))
-        interval = interval_of(entry, labels.get(notebook, {}).get(key))
-        shown = f"{value:.2f} times"
-        if interval:
-            shown += f" (95% interval {interval[0]:.2f}-{interval[1]:.2f})"
-        ratios.append(what.format(shown) + f" here, against {published:.2f} in the tutorial")
-    closer = max(apart) < min(quotients)
-    lines += ["", ("The ratios are closer: " if closer else "The ratios: ") + "; ".join(ratios) + "."]
-    return "\n".join(lines)
 
 
 # what this command writes: the README's block, and the results page's blocks (with the page's links)

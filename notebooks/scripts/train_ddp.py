@@ -45,7 +45,7 @@ from helpers.distributed import UsageError
 from helpers.distributed import preprocess
 from helpers.mnist_model import MNISTClassifier
 from helpers.mnist_model import accuracy
-from helpers.records import write_json
+from helpers.results_file import write_json
 from helpers.simulated_crash import StepHook
 
 

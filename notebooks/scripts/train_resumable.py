@@ -64,7 +64,7 @@ from helpers.distributed import preprocess  # noqa: E402
 from helpers.loaders import captured_ahead  # noqa: E402
 from helpers.mnist_model import MNISTClassifier  # noqa: E402
 from helpers.paths import relative  # noqa: E402
-from helpers.records import write_json  # noqa: E402
+from helpers.results_file import write_json  # noqa: E402
 
 MODES = ("eager", "capture", "capture-plain")
 NOISE = 0.05  # std of the Gaussian noise that torch adds to the images: a use of torch's RNG

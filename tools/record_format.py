@@ -1,16 +1,14 @@
-"""The suite's records, typed: the one definition of their format.
+"""The runner's records, typed: the one definition of their format.
 
-Two files, and the log between them:
+A run folder holds what its notebooks saved (``results/<notebook>.json``,
+:class:`helpers.results_file.NotebookResults`) and the log between them and a record:
 
-* :class:`NotebookResults`: what a notebook saves when it ends
-  (``helpers.benchmarking.save_results``): the machine, every parameter it ran with (``device`` as
-  it resolved it), its headline figures and its results;
-* :class:`RunLog`: ``run.json`` of a run folder, which the runner (``tools.suite``) writes as each
-  notebook ends: the scale, the device asked for, and per notebook its wall time, status, the
-  parameters handed to papermill, the command and the commit;
+* :class:`RunLog`: ``run.json`` of a run folder, which the runner (``tools.run_notebooks``)
+  writes as each notebook ends: the scale, the device asked for, and per notebook its wall time,
+  status, the parameters handed to papermill, the command and the commit;
 * :class:`Record`: a file of ``results/``, one run's notebooks gathered from both
-  (``python -m tools.suite record``, or ``make bench``), which the README's tables, the inventory,
-  the findings and the tests read::
+  (``python -m tools.suite record``, or ``make bench``: ``tools.run_record``), which the README's
+  tables, the inventory, the findings and the tests read::
 
       {"machine": {...}, "date": "YYYY-MM-DD",
        "notebooks": {"<notebook stem>": {
@@ -26,82 +24,39 @@ guess. ``results/seed.json`` (what DALI's own tutorials printed) is not a record
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-from dataclasses import MISSING
 from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from helpers.results_file import NotebookResults
+from helpers.results_file import ResultsFileError
+from helpers.results_file import checked_fields
+from helpers.results_file import read_json
+from helpers.results_file import write_json
+
+# full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
+# two CPU cores; bench: more trials, for the numbers that results/ keeps
 SCALES = ("full", "ci", "bench")
-# the environment variable of a notebook's kernel that names the folder its results go to: the
-# runner (tools.suite) starts each kernel with it, helpers.benchmarking.save_results reads it
-RESULTS_FOLDER_VARIABLE = "DALI_TUTORIALS_RESULTS"
 DEVICES_ASKED = ("auto", "cpu", "gpu")
 
 
-class RecordError(ValueError):
+class RecordError(ResultsFileError):
     """A file that is not a record of this format; the message names the file and what is wrong."""
 
 
 RECORDER = "`python -m tools.suite record --run DIR`"
-SAVER = "helpers.benchmarking.save_results (a notebook's last cell)"
 
 
 def _fields(cls: type, data: Any, where: str, writer: str = RECORDER) -> dict[str, Any]:
     """The dataclass's fields out of ``data``, every one present (those with defaults optional);
     ``writer``: what writes such a file, for the message."""
-    if not isinstance(data, dict):
-        raise RecordError(f"{where}: expected an object, found {type(data).__name__}")
-    needed = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING]
-    missing = [name for name in needed if name not in data]
-    if missing:
-        raise RecordError(f"{where} lacks {', '.join(missing)}: write it with {writer}")
-    return {f.name: data[f.name] for f in fields(cls) if f.init and f.name in data}
-
-
-def write_json(path: Path, document: Any) -> Path:
-    """``document`` as JSON at ``path``, atomically: a reader finds the whole file or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    tmp.replace(path)
-    return path
+    return checked_fields(cls, data, where, writer, RecordError)
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{path.name} is not JSON ({error})") from None
-
-
-@dataclass
-class NotebookResults:
-    """What a notebook saved: ``<results folder>/<notebook>.json``."""
-
-    notebook: str
-    created: str
-    machine: dict[str, Any]
-    parameters: dict[str, Any]
-    headline: dict[str, Any]
-    results: dict[str, Any]
-
-    @classmethod
-    def now(cls, notebook: str, machine: dict[str, Any], parameters: dict[str, Any],
-            headline: dict[str, Any], results: dict[str, Any]) -> NotebookResults:
-        created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        return cls(notebook, created, machine, parameters, headline, results)
-
-    @classmethod
-    def read(cls, path: Path) -> NotebookResults:
-        return cls(**_fields(cls, _read_json(path), path.name, SAVER))
-
-    def write(self, folder: Path) -> Path:
-        return write_json(Path(folder) / f"{self.notebook}.json", asdict(self))
+    return read_json(path, RecordError)
 
 
 @dataclass
@@ -202,7 +157,10 @@ class Record:
     @classmethod
     def gather(cls, run_dir: Path) -> Record:
         """A run folder (``results/*.json`` that the notebooks saved, ``run.json``) as one record."""
-        saved = [NotebookResults.read(p) for p in sorted((run_dir / "results").glob("*.json"))]
+        try:
+            saved = [NotebookResults.read(p) for p in sorted((run_dir / "results").glob("*.json"))]
+        except ResultsFileError as error:  # what a notebook saved, not of its format
+            raise RecordError(str(error)) from None
         if not saved:
             raise RecordError(f"no results JSON in {run_dir / 'results'}")
         log = RunLog.read(run_dir)
