@@ -1,14 +1,133 @@
-"""Notebook 04: the lines of its training script a learner reads first, and the sentences that say
-what a run's weak and strong scaling mean, on GPUs or on CPU processes (generated from the
-run's ratios, never typed)."""
+"""Notebook 04: its set-up (the parameters checked, the data found and copied), the lines of its
+training script a learner reads first, the throughput table, the sentences that say what a run's
+weak and strong scaling mean, on GPUs or on CPU processes (generated from the run's ratios,
+never typed), and its record, built in one call."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from typing import NamedTuple
 
 from helpers.benchmarking import Ratio
+from helpers.benchmarking import rate_interval
+from helpers.benchmarking import summarize
 from helpers.benchmarking import versus
+
+NOTEBOOK = "04-scaling-out.ipynb"
+PARAMETERS = ("processes", "batch_size", "epochs", "launches", "learning_rate", "demo_records",
+              "num_threads", "accuracy_tolerance", "seed")
+
+
+class Setup(NamedTuple):
+    source: Path  # the training LMDB the records come from
+    train_path: Path  # its first ``records`` records (the source itself when it holds no more)
+    test_path: Path
+    demo_data: Path  # the first ``demo_records``: the coverage check, the crash, two "nodes"
+    device: str  # where the processes run: "gpu" with enough GPUs, else "cpu"
+    backend: str  # "nccl" or "gloo"
+    gpus: int
+    records: int
+    workdir: Path
+
+
+def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
+    """The notebook's parameters (its ``globals()``) checked, the data found and its first
+    ``records`` copied into ``build/nb04`` (removed at the end); prints what the runs will use.
+    ``history`` is IPython's ``In`` (an unknown parameter that papermill injected is refused by
+    name)."""
+    from helpers.data_sources import locate_data
+    from helpers.devices import gpu_count
+    from helpers.devices import resolve_device
+    from helpers.lmdb_subset import first_records
+    from helpers.lmdb_subset import record_count
+    from helpers.parameters import ParameterError
+    from helpers.parameters import at_least
+    from helpers.parameters import positive_int
+    from helpers.parameters import reject_unknown_parameters
+    from helpers.paths import relative
+    from helpers.paths import work_folder
+
+    reject_unknown_parameters(history, NOTEBOOK)
+    data = locate_data()
+    source = Path(namespace["data_path"] or data.mnist_training)
+    device, processes = resolve_device(namespace["device"]), namespace["processes"]
+    at_least(namespace, {
+        "processes": (2, "the notebook compares one process with several"),
+        "epochs": (2, "the first epoch of each launch is an untimed warm-up"),
+        "launches": (2, "a 95% interval needs two launches of each configuration (3 or more give a "
+                        "useful one)"),
+        **dict.fromkeys(("batch_size", "num_threads", "demo_records", "launch_timeout"), 1)})
+    gpus = gpu_count()
+    if device == "gpu" and gpus < processes:
+        print(f"Skipped: the {processes}-GPU runs need {processes} GPUs, and DALI finds {gpus} on this "
+              f"machine. The runs below use {processes} CPU processes with gloo instead: the same "
+              "script and checks, without GPU scaling figures.")
+        device = "cpu"
+    available, records = record_count(source), namespace["records"]
+    if records is None:
+        records = min(available, 24000 if device == "gpu" else 4096)
+    elif positive_int("records", records) > available:
+        raise ParameterError(f"parameter records is {records:,}, and {relative(source)} holds "
+                             f"{available:,} records: use at most {available:,}, or None")
+    workdir = work_folder("nb04")  # build/nb04, emptied now
+    train_path = first_records(source, workdir / "training", records) if records < available else source
+    demo = first_records(train_path, workdir / "demo", min(namespace["demo_records"], records))
+    setup = Setup(source, train_path, Path(namespace["test_path"] or data.mnist_testing), demo, device,
+                  "nccl" if device == "gpu" else "gloo", gpus, records, workdir)
+    print(f"{processes} processes on {device} ({setup.backend}), {gpus} GPU(s) visible; training on the "
+          f"first {records:,} records of {relative(source)}")
+    return setup
+
+
+def throughput_table(runs: Mapping[str, list[dict]], configurations: Mapping[str, tuple[int, int]],
+                     labels: Mapping[str, str]) -> tuple[dict[str, dict], Any]:
+    """Each configuration's samples per second over its launches: the figures (geometric mean,
+    95% interval, spread) and a table of them per configuration (a pandas DataFrame)."""
+    import pandas as pd
+
+    throughput = {}
+    for k, rs in runs.items():
+        values = [r["samples_per_s"] for r in rs]
+        estimate, low, high = rate_interval(values)
+        throughput[k] = {**summarize(values), "geometric_mean": estimate, "ci95": [low, high]}
+    table = pd.DataFrame.from_dict(orient="index", data={labels[k]: {
+        "processes": configurations[k][0], "batch per process": configurations[k][1],
+        "global batch": configurations[k][0] * configurations[k][1],
+        "samples/s": round(t["geometric_mean"]),
+        "95% interval": f"{t['ci95'][0]:,.0f} to {t['ci95'][1]:,.0f}",
+        "per process": round(t["geometric_mean"] / configurations[k][0]),
+        "CV": f"{t['cv']:.1%}" + (" (noisy)" if t["noisy"] else ""),
+        "launches": t["n"], "timed steps per launch": runs[k][0]["timed_steps"]}
+        for k, t in throughput.items()})
+    return throughput, table
+
+
+def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The notebook's ``(parameters, headline, results)``, from what its lessons made (``lessons``:
+    its ``globals()``: ``setup``, ``runs``, ``throughput``, ``weak``, ``strong``, ``goals``,
+    ``accuracy``, ``checked``, ``padding``, ``failure``, ``too_many_processes``, ``two_nodes``...)."""
+    from helpers.paths import relative
+
+    g, setup = lessons, lessons["setup"]
+    strong, throughput, mean_accuracy = g["strong"], g["throughput"], g["accuracy"]["mean"]
+    headline = {"processes": g["processes"], "samples_per_s_single": throughput["single"]["geometric_mean"],
+                "samples_per_s_multi": throughput["multi"]["geometric_mean"],
+                "speedup_weak": g["weak"].ratio, "speedup_strong": strong.ratio,
+                "accuracy_single": mean_accuracy["single_global"], "accuracy_multi": mean_accuracy["multi"]}
+    parameters = {"data_path": relative(setup.source), "device": setup.device, "backend": setup.backend,
+                  **{name: g[name] for name in PARAMETERS}, "records": setup.records}
+    results = {"runs": g["runs"], "labels": g["labels"], "configurations": g["configurations"],
+               "launch_order": g["launch_order"], "throughput": throughput, "goals": g["goals"],
+               "strong_scaling": {"ratio": strong.ratio, "ci95": [strong.low, strong.high],
+                                  "launches": strong.trials},
+               "accuracy": g["accuracy"], "coverage_check": g["checked"],
+               "padding_per_epoch_multi": g["padding"],
+               "failing_rank": g["failure"], "too_many_processes": g["too_many_processes"],
+               "two_nodes": g["two_nodes"], "gpus_visible": setup.gpus}
+    return parameters, headline, results
 
 
 def excerpt(path: Path, first: str, last: str) -> str:
