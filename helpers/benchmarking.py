@@ -155,7 +155,12 @@ class Ratio:
                 "verdict": self.verdict(goal), count: self.trials}
 
     def __str__(self) -> str:
-        d = decimals(self.low, self.high)
+        return self.shown_against()
+
+    def shown_against(self, *values: float) -> str:
+        """The ratio and its interval, with the decimals that keep each bound on its side of 1
+        and of ``values`` (a goal: [1.598-1.871] for a goal of 1.6, not [1.60-1.87])."""
+        d = decimals(self.low, self.high, against=(1.0, *values))
         return f"{self.ratio:.{d}f}x [{self.low:.{d}f}-{self.high:.{d}f}]"
 
 

@@ -164,3 +164,10 @@ def test_a_rate_table_has_a_row_per_configuration_with_its_interval() -> None:
     cv = statistics.stdev(rates["capture"]) / statistics.fmean(rates["capture"])
     assert table.loc["capture"].tolist() == [round(estimate), round(low), round(high), f"{cv:.1%}", "yes", 3]
     assert table.loc["eager", "noisy (CV > 10%)"] == "" and table.loc["eager", "samples/s"] == 105
+
+
+def test_a_ratio_beside_a_goal_keeps_its_bounds_on_their_side_of_the_goal() -> None:
+    r = Ratio(1.729, 1.598, 1.871, 11, True)
+    assert str(r) == "1.73x [1.60-1.87]"  # beside 1 only: two decimals
+    assert r.shown_against(1.6) == "1.729x [1.598-1.871]"  # 1.598 must not read as 1.60, the goal
+    assert r.shown_against(1.5) == str(r)

@@ -68,8 +68,8 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
     if len(goals) == 1:
         (name, goal), = goals.items()
         shown = {f.shown for f in get.figures}
-        ratio = get.ratio(notebook, "goals", name)
-        figure = "" if str(ratio) in shown else f" ({ratio})"
+        ratio = get.ratio(notebook, "goals", name).shown_against(goal["goal"])  # its bounds beside the goal's
+        figure = "" if ratio in shown else f" ({ratio})"
         return f"Its goal, {name} of {goal['goal']:g}x or more, is {goal['verdict']}{figure}{where}."
     counts = [(count, verdict) for verdict in VERDICTS
               if (count := sum(g["verdict"] == verdict for g in goals.values()))]
