@@ -250,8 +250,8 @@ class Runs:
         except UsageError as error:
             result, message = None, str(error)
         unchanged = checksums(checkpoints) == before if message else None
-        said = message or (f"resumed from step {result['resumed']['step']}; "
-                           + "; ".join(result["resumed"]["skipped"]))
+        said = f"{message}\n    files unchanged: {unchanged}" if message else (
+            f"resumed from step {result['resumed']['step']}; " + "; ".join(result["resumed"]["skipped"]))
         self.say(f"{what}:\n    {said}")
         return {"refused": message is not None, "message": message, "files_unchanged": unchanged,
                 "result": result}
@@ -424,14 +424,30 @@ def cost_lines(cost: Mapping[str, Any], direct: Ratio, processes: int) -> list[s
               f"done after {r['to_first_step_ms']:7.1f} ms" for name, r in cost["resumes"].items()),
             f"a step: {cost['step_ms']:.1f} ms (eager, from its rate); estimated from medians, one "
             f"checkpoint every {cost['every']} steps adds {cost['share_of_steps']:.1%} to their time; "
-            f"measured directly, eager + checkpoints / eager: {direct}",
+            f"measured directly, eager + checkpoints / eager: {direct}" + _outside(cost, direct),
             f"size of a {processes}-rank checkpoint: {cost['bytes'] / 1e6:.2f} MB"]
+
+
+def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
+    """Whether the estimate from the writes lies outside the direct measurement's interval (a
+    slowdown of ``1 / ratio - 1`` of the time)."""
+    added = (1 / direct.high - 1, 1 / direct.low - 1)  # the interval, as time added
+    if added[0] <= cost["share_of_steps"] <= added[1]:
+        return ""
+    return (f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes alone do not account "
+            "for it)" if cost["share_of_steps"] < added[0] else
+            f" (that is {added[0]:.0%} to {added[1]:.0%} more time: less than the writes' estimate)")
 
 
 def reader_states(script: ModuleType, checkpoint: Path, processes: int) -> list[str]:
     """Each rank's reader state in a checkpoint of the script (its ``rank-R.pt`` parts)."""
     return [json.loads(script.from_bytes((checkpoint / f"rank-{r}.pt").read_bytes())["dali"])
             ["states"]["reader"]["state"] for r in range(processes)]
+
+
+def _first_steps(cost: Mapping[str, Any]) -> str:
+    times = [r["to_first_step_ms"] / 1000 for r in cost["resumes"].values()]
+    return f"{min(times):.1f} to {max(times):.1f} s" if len(times) > 1 else f"{times[0]:.1f} s"
 
 
 def _said(check: Mapping[str, Any]) -> str:
@@ -450,12 +466,13 @@ def conclusion(*, machine: str, checks: Mapping[str, Mapping[str, Any]], dist_de
         f"checkpoints, the training was {_said(checks['eager'])} in eager mode and "
         f"{_said(checks['capture'])} in capture mode (every step's loss and the final weights "
         f"against the uninterrupted run); with {processes} ranks under torchrun on {dist_device}, "
-        f"{_said(checks['distributed'])}. {refused} damaged or incompatible checkpoints were refused "
-        "with a message and their files left unchanged; a truncated newest one was skipped for the "
-        "previous one.",
+        f"{_said(checks['distributed'])}. {refused} damaged, missing or incompatible checkpoints were "
+        "refused with a message and their files left unchanged; a truncated newest one was skipped "
+        "for the previous one.",
         f"A checkpoint took {cost['write_ms']['median']:.1f} ms to write and "
-        f"{cost['restore_ms']['median']:.1f} ms to restore (medians); with one every "
-        f"{cost['every']} steps, eager mode was "
+        f"{cost['restore_ms']['median']:.1f} ms to load (medians); DALI applies the reader's state at "
+        f"its first batch, and a resumed run's first step was done {_first_steps(cost)} after its "
+        f"restore began. With a checkpoint every {cost['every']} steps, eager mode was "
         f"**{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
         f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
         f"mode was **{versus(resumable, 'capture mode with one reader')}**, and **"

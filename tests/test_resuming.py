@@ -91,6 +91,9 @@ def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() ->
     assert cost["resumes"]["capture"] == pytest.approx({"from_step": 30, "restore_ms": 6.0,
                                                         "to_first_step_ms": 500.0})
     lines = cost_lines(cost, Ratio(0.9, 0.8, 1.0, 5, True), processes=2)
+    assert "adds 10.0% to their time" in lines[-2] and "the writes alone" not in lines[-2]  # 0% to 25%
+    slower = cost_lines(cost, Ratio(0.80, 0.75, 0.85, 5, True), processes=2)[-2]
+    assert slower.endswith("(that is 18% to 33% more time: the writes alone do not account for it)")
     assert "median 20.0 ms (min 10.0, max 30.0, 3 writes)" in lines[0]
     assert any("capture" in line and "first step done after   500.0 ms" in line for line in lines)
     assert lines[-1] == "size of a 2-rank checkpoint: 1.00 MB"
@@ -106,12 +109,15 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
     assert label in COMPARISONS
     bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): resumable})
     same = {"bit_identical": True}
-    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20}
+    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20,
+            "resumes": {"eager": {"to_first_step_ms": 3161.5}, "in kernel": {"to_first_step_ms": 628.7}}}
     text = conclusion(machine="gpu, H200", checks={"eager": same, "capture": same, "distributed": same},
                       dist_device="cpu", processes=2, refused=6, cost=cost, bench=bench)
     assert words in text
     assert "bit-identical in eager mode and bit-identical in capture mode" in text
-    assert "6 damaged or incompatible checkpoints were refused" in text
+    assert "6 damaged, missing or incompatible checkpoints were refused" in text
+    assert "8.1 ms to load (medians); DALI applies the reader's state at its first batch" in text
+    assert "first step was done 0.6 to 3.2 s after its restore began" in text
 
 
 def test_a_resume_that_differs_is_said_with_its_gaps() -> None:
