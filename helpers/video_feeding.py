@@ -605,17 +605,22 @@ def _nvdec(results: Results, name: str) -> str:
     return "" if value is None else f" at NVDEC {value:.0f}% busy"
 
 
+def _as_table(rate: float) -> str:
+    """A rate as ``Results.table()`` shows it: one decimal under 100, none from 100 on."""
+    return f"{rate:,.1f}" if rate < 100 else f"{rate:,.0f}"
+
+
 def answer(alone: Results, fed: Results, roles: Roles, pick: Any, per_clip: Mapping[str, float]) -> str:
     """The conclusion's answer, from this run's intervals: the readers, DALI's ways against PyAV,
     the model fed, and what to pick (the way that fed it the most, or a tie)."""
     r = roles
     one, best = alone.estimate(r.one_reader)[0], alone.estimate(r.best_dali)[0]
     lines = [
-        f"- **One reader** alone gave {one:,.1f} clips/s{_nvdec(alone, r.one_reader)}"
+        f"- **One reader** alone gave {_as_table(one)} clips/s{_nvdec(alone, r.one_reader)}"
         + (
             ""
             if r.best_dali == r.one_reader
-            else f"; `{r.best_dali}` gave {best:,.1f}{_nvdec(alone, r.best_dali)}: "
+            else f"; `{r.best_dali}` gave {_as_table(best)}{_nvdec(alone, r.best_dali)}: "
             + versus(alone.ratio(r.best_dali, r.one_reader), "one reader")
         )
         + f". The pick of the dynamic-mode ways: {pick}.",
