@@ -399,12 +399,15 @@ def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
         f"{versus(alone.ratio(dyn, roles['eager']), 'eager mode')} and "
         f"{versus(alone.ratio(dyn, loader), 'the best DataLoader')}.")
     cpu = ratio(cpu_per_1000(alone, loader), cpu_per_1000(alone, dyn))
-    least = min((w.name for w in alone.ways), key=lambda n: statistics.fmean(cpu_per_1000(alone, n)))
+    mean = {w.name: statistics.fmean(cpu_per_1000(alone, w.name)) for w in alone.ways}
+    least = min(mean, key=mean.__getitem__)
+    near = [f"`{n}`" for n in mean if n != least and mean[n] <= 1.05 * mean[least]]  # no interval: 5%
     lines.append(
         f"- **CPU time per image**, alone: the best DataLoader took "
         f"{versus(cpu, 'the capture loop', faster='more CPU time than', slower='less CPU time than')}; "
-        f"the least of every row: `{least}`, {statistics.fmean(cpu_per_1000(alone, least)):.2f} s per "
-        "1,000 images.")
+        f"the least of every row: `{least}`, {mean[least]:.2f} s per 1,000 images"
+        + (f" ({', '.join(near)} within 5% of it, with no interval to tell them apart)" if near else "")
+        + ".")
     ready = {label: n for label, results in {"alone": alone, **{f"feeding {SHORT.get(m, m)}": r
                                                                 for m, r in fed.items()}}.items()
              if (n := max(t.skipped for w in results.ways for t in results.trials[w.name]))}

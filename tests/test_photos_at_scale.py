@@ -128,3 +128,12 @@ def test_a_truncated_copy_names_its_file(tmp_path) -> None:
     finally:
         copy.remove()
     assert not copy.root.exists()
+
+
+def test_the_least_cpu_time_names_the_rows_within_five_percent_of_it() -> None:
+    close = fake({n: [100, 101, 99, 100] for n in KINDS if n != "training alone"},
+                 cpu={"DataLoader, workers 2": 0.5, "pipeline, threads 4": 0.0405, "capture, threads 4": 0.04,
+                      "eager, threads 4": 0.06})
+    text = answer(close, FED, ROLES)
+    assert ("the least of every row: `capture, threads 4`, 0.41 s per 1,000 images (`pipeline, threads 4` "
+            "within 5% of it, with no interval to tell them apart).") in text
