@@ -951,15 +951,9 @@ MOST_CODE_LINES = 2000
 
 # the notebooks that do not meet a target yet: {target: {page: why}}
 NOT_YET: dict[str, dict[str, str]] = {
-    "first_ndd": {
-        "notebooks/06-checkpoint-resume.html": "not rewritten yet: at 1,985 px",
-    },
-    "screens": {
-        "notebooks/06-checkpoint-resume.html": "not rewritten yet: 15.4 screens",
-    },
-    "phone_screens": {
-        "notebooks/06-checkpoint-resume.html": "not rewritten yet: 31.2 screens",
-    },
+    "first_ndd": {},
+    "screens": {},
+    "phone_screens": {},
 }
 
 FIRST_NDD_JS = """() => {
@@ -1054,7 +1048,6 @@ def test_code_lines_are_counted_per_non_blank_line_of_code_cells() -> None:
     assert code_lines(notebook) == 2
 
 
-@pytest.mark.xfail(reason="issue 38: 2,401 code lines; 06 is not rewritten yet and 07 holds 770", strict=True)
 def test_the_notebooks_hold_at_most_2000_lines_of_code_in_all() -> None:
     counts = {path.stem: code_lines(nbformat.read(path, as_version=4)) for path in notebook_paths()}
     assert sum(counts.values()) <= MOST_CODE_LINES, f"{sum(counts.values()):,} code lines: {counts}"
