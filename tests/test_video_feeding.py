@@ -126,17 +126,14 @@ def test_the_sweep_table_keeps_the_harness_columns_and_each_settings_ratio() -> 
     assert video_feeding.Sweep({}).table().empty
 
 
+def _fed(two_readers: list[float], pipeline: list[float]) -> Results:
+    """A fed run in which only the two contenders' rates change."""
+    return fake({ROLES.ceiling: [50, 51, 50], "DALI, 2 readers": two_readers, "pipeline mode": pipeline,
+                 "DALI, 1 reader": [20, 21, 20], "PyAV, 2 workers": [9, 10, 9]}, fed=True)
+
+
 def test_the_answer_names_a_tie_and_words_every_comparison_by_its_interval() -> None:
-    fed = fake(
-        {
-            ROLES.ceiling: [50, 51, 50],
-            "DALI, 2 readers": [44, 48, 41],
-            "pipeline mode": [42, 41, 45],
-            "DALI, 1 reader": [20, 21, 20],
-            "PyAV, 2 workers": [9, 10, 9],
-        },
-        fed=True,
-    )
+    fed = _fed([44, 48, 41], [42, 41, 45])
     results = alone([40, 41, 39])
     text = video_feeding.answer(
         results, fed, ROLES, results.pick(["DALI, 1 reader", "DALI, 2 readers"]), PER_CLIP
@@ -146,16 +143,7 @@ def test_the_answer_names_a_tie_and_words_every_comparison_by_its_interval() -> 
     )
     assert "decoding 40 frames a clip by its rule against the readers' 10.0" in text
     assert "no single way: `DALI, 2 readers` led, but it was not distinguishable from `pipeline mode`" in text
-    clear = fake(
-        {
-            ROLES.ceiling: [50, 51, 50],
-            "DALI, 2 readers": [48, 49, 48],
-            "pipeline mode": [40, 41, 40],
-            "DALI, 1 reader": [20, 21, 20],
-            "PyAV, 2 workers": [9, 10, 9],
-        },
-        fed=True,
-    )
+    clear = _fed([48, 49, 48], [40, 41, 40])
     text = video_feeding.answer(results, clear, ROLES, results.pick(), PER_CLIP)
     assert "`DALI, 2 readers`, which fed it the most clips/s: it was faster than `pipeline mode` (" in text
 
