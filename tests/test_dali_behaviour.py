@@ -405,3 +405,33 @@ def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -
     assert fresh.get_metadata()["epoch_size"] == 1000, (
         "DALI changed: update docs/pages/dali-behaviour.md (section 12) and helpers.sharded._shard_of")
     batches.close()
+
+
+def test_two_eager_loops_of_different_contexts_cannot_take_turns(lmdb) -> None:
+    """docs/pages/dali-behaviour.md, section 13: an eager ``next_epoch()`` keeps its EvalContext
+    entered between batches, so two loops of different contexts that take turns (interleaved
+    benchmark trials) break DALI's stack of contexts at the first one's end; notebook 06's
+    benchmark gives its trainers one context (``train_resumable.Trainer(ctx=...)``)."""
+    def turns(ctx_a: ndd.EvalContext, ctx_b: ndd.EvalContext) -> None:
+        a = ndd.readers.Caffe2(path=lmdb).next_epoch(batch_size=RECORDS // 2, ctx=ctx_a)
+        b = ndd.readers.Caffe2(path=lmdb).next_epoch(batch_size=RECORDS // 2, ctx=ctx_b)
+        try:
+            next(a), next(b), next(a)
+            assert ndd.EvalContext.current() is ctx_b
+            next(a, None)  # a's epoch ends: its `with ctx_a` exits
+            for _ in b:
+                pass
+        finally:
+            b.close()  # b's context, on top, leaves cleanly
+
+    def different() -> object:
+        try:
+            turns(ndd.EvalContext(num_threads=1), ndd.EvalContext(num_threads=1))
+        except AssertionError as error:
+            return error
+        return None
+
+    assert isinstance(in_a_thread(different), AssertionError), \
+        changed("notebooks/scripts/train_resumable.py (Trainer's ctx, notebook 06's benchmark)")
+    shared = ndd.EvalContext(num_threads=1)
+    in_a_thread(lambda: turns(shared, shared))  # the workaround: one context for both loops
