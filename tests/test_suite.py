@@ -181,8 +181,15 @@ def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path
         run_record.write_record(run)
 
 
-def test_the_commit_outside_git_is_unknown(tmp_path: Path) -> None:
+def test_the_commit_outside_git_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(run_notebooks.COMMIT_VARIABLE, raising=False)
     assert run_notebooks.git_commit(tmp_path) == "unknown"
+
+
+def test_a_copy_is_told_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU runner's copy of the checkout carries an older checkout's .git: the variable wins."""
+    monkeypatch.setenv(run_notebooks.COMMIT_VARIABLE, "3ed0794-dirty")
+    assert run_notebooks.git_commit(tmp_path) == run_notebooks.git_commit() == "3ed0794-dirty"
 
 
 def test_the_command_line_holds_no_path_of_the_machine(tmp_path: Path) -> None:

@@ -189,9 +189,16 @@ def default_out_dir(kind: str, parent: Path = REPO_ROOT / "build") -> Path:
     raise AssertionError("unreachable")
 
 
+COMMIT_VARIABLE = "DALI_TUTORIALS_COMMIT"
+
+
 def git_commit(root: Path = REPO_ROOT) -> str:
     """The checkout's commit, with ``-dirty`` when it has uncommitted changes; ``"unknown"``
-    outside a git checkout (or without git)."""
+    outside a git checkout (or without git). ``DALI_TUTORIALS_COMMIT``, when set, names it
+    instead: a copy of the checkout whose ``.git`` is not its own (the GPU runner's copies carry
+    the ``.git`` of an older one) is told which commit it is."""
+    if named := os.environ.get(COMMIT_VARIABLE, "").strip():
+        return named
     try:
         return subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=40"],
                               capture_output=True, text=True, check=True, timeout=30).stdout.strip()
