@@ -46,9 +46,11 @@ from bs4 import BeautifulSoup
 from PIL import Image
 
 from helpers.display import LABEL_PX
+from helpers.parameters import INJECTED_TAG
 from helpers.paths import REPO_ROOT as ROOT
 from helpers.plots import SMALLEST_TEXT_PX
 from tools.docs_checks import awaits_its_first_run
+from tools.docs_checks import figure_count
 from tools.docs_nav import notebook_nav
 from tools.docs_notes import NEEDS_THE_REPOSITORY
 from tools.docs_reader_view import injected_assignments
@@ -67,7 +69,6 @@ TRACEBACK = "Traceback (most recent call last)"
 # nbconvert renders an error output as stderr text; these would be the error styling of other
 # templates (classic nbconvert, JupyterLab)
 ERROR_SELECTORS = ".output_error, .jp-mod-error, [data-mime-type='application/vnd.jupyter.error']"
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
 
 
 def _nav_pages(nav: Any) -> list[str]:
@@ -228,9 +229,7 @@ def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path 
 
 
 def _figures(notebook: Path) -> int:
-    cells = json.loads(notebook.read_text())["cells"]
-    return sum(1 for c in cells for o in c.get("outputs", [])
-               if any(m in o.get("data", {}) for m in IMAGE_TYPES))
+    return figure_count(json.loads(notebook.read_text()))
 
 
 @pytest.mark.slow
@@ -711,10 +710,11 @@ def _longest_printout(root: Path) -> tuple[Path, int, int]:
         for index, cell in enumerate(json.loads(path.read_text())["cells"]):
             if "collapse-output" in cell.get("metadata", {}).get("tags", []):
                 continue
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                    text = "".join(output["text"])
-                    found.append((len(text.rstrip("\n").splitlines()), path, index))
+            # the page shows a cell's stdout streams as one printout (a flush can split them)
+            text = "".join("".join(o["text"]) for o in cell.get("outputs", [])
+                           if o.get("output_type") == "stream" and o.get("name") == "stdout")
+            if text:
+                found.append((len(text.rstrip("\n").splitlines()), path, index))
     lines, path, index = max(found, key=lambda f: f[0])
     return path, index, lines
 
@@ -811,14 +811,14 @@ def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts() -> Non
     script = "import os\n\n\ndef main() -> None:\n    print(os.getcwd())\n"
     html = "".join([
         _cell(["parameters"], 'device = "auto"'),
-        _cell(["injected-parameters"], '# Parameters\ndevice = "gpu"'),
+        _cell([INJECTED_TAG], '# Parameters\ndevice = "gpu"'),
         _cell(["nbval-check-output"], "print(1)", _stream("1")),
         _cell([], "loop()", _stream("runs: 100%|##########| 74/74 [03:37&lt;00:00,  2.94s/run]",
                                     "application/vnd.jupyter.stderr")),
         _cell([], "warn()", _stream("UserWarning: 3/4 done", "application/vnd.jupyter.stderr")),
         _cell(["collapse-output"], "print(SCRIPT.read_text())", _stream(script)),
     ])
-    notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
+    notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": [INJECTED_TAG]},
                            "source": ['# Parameters\n', 'device = "gpu"\n']}]}
     shown = reader_view(html, notebook)
     assert "cell-tag" not in shown and "celltoolbar" not in shown

@@ -786,8 +786,8 @@ SAID = {
     findings.NB05: ["feeding ResNet-50 (96px crops), dynamic mode at its best was faster than the best torch "
                     "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
                     "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
-                    "Loading alone, a DataLoader's CPU time per image (workers included) was higher than "
-                    "the best capture loop's (1.30x [1.20-1.50])."],
+                    "Alone, a DataLoader used more CPU time per image than the best capture loop "
+                    "(1.30x [1.20-1.50])."],
     findings.NB06: ["killed at step 30, training resumed from step 20 bit-identically.",
                     "Resumable capture mode (a reader per epoch, checkpoints) was faster than capture mode "
                     "without them (1.30x [1.20-1.50]) and faster than eager mode with checkpoints "

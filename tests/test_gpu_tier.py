@@ -15,6 +15,7 @@ import pytest
 from conftest import check_goal
 from test_nb01 import check_ratios as check_nb01_ratios
 from test_nb02 import check_capture_over_eager as check_nb02_ratio
+from test_nb02 import check_equality as check_nb02_equality
 from test_nb02 import check_placement as check_nb02_placement
 from test_nb03 import check_goals as check_nb03_goals
 from test_nb03 import check_picks as check_nb03_picks
@@ -23,6 +24,7 @@ from test_nb05 import check_fully_captured
 from test_nb05 import check_goals as check_nb05_goals
 from test_nb05 import check_trials
 
+from helpers.benchmarking import ratio
 from helpers.data_sources import locate_data
 from helpers.devices import gpu_count
 from helpers.getting_started import ALL_TO_HARDWARE
@@ -80,13 +82,12 @@ def test_capture_mode_matches_eager_on_the_gpu(gpu_results: Results) -> None:
     assert results["identical_batches"] is True
     assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
         headline["last_epoch_mean_loss_capture"], rel=1e-4)
-    assert results["test_accuracies"]["eager"] == results["test_accuracies"]["capture"]
     assert results["captured_operators"][:2] == ["Image", "Uniform"]
     check_nb02_ratio(document)  # the goal and headline rates, from the recorded timed epochs
     goal = results["goals"]["capture / eager"]
     assert document.parameters["epochs"] - 1 >= 5
     check_goal(goal, 1.6, document.parameters["epochs"] - 1)
-    assert results["equality_goal"]["verdict"] == "met"
+    check_nb02_equality(document)  # recomputed from the recorded losses and accuracies
 
 
 def test_capture_mode_compared_cpu_and_gpu_decoding(gpu_results: Results) -> None:
@@ -138,7 +139,11 @@ def test_two_gpus_scale(scaling: dict) -> None:
     assert headline["speedup_weak"] > 0.75 * headline["processes"]
     assert headline["speedup_strong"] > 1.0
     (goal,) = scaling.results["goals"].values()
-    assert scaling.parameters["launches"] >= 3 and goal["ratio"] == pytest.approx(headline["speedup_weak"])
+    rates = {name: [r["samples_per_s"] for r in runs] for name, runs in scaling.results["runs"].items()}
+    weak = ratio(rates["multi"], rates["single"])  # recomputed from the launches, not read back
+    assert scaling.parameters["launches"] >= 3
+    assert goal["ratio"] == pytest.approx(weak.ratio)
+    assert headline["speedup_weak"] == pytest.approx(weak.ratio)
     check_goal(goal, 0.95 * headline["processes"], scaling.parameters["launches"])
 
 

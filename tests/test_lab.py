@@ -26,6 +26,7 @@ import nbformat
 import pytest
 from tornado.websocket import websocket_connect
 
+from helpers.parameters import INJECTED_TAG
 from helpers.paths import REPO_ROOT
 from tools.copies import copy_notebooks
 from tools.registry import notebook_paths
@@ -187,7 +188,7 @@ def test_a_lab_copy_says_where_its_stored_outputs_came_from(server: Server) -> N
     assert "Until you run a cell" in note.source
     assert (run.get("end_time") or "an unrecorded date")[:10] in note.source
     assert f"{run['duration'] / 60:.1f} min" in note.source
-    own = [c.source for c in committed.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    own = [c.source for c in committed.cells if INJECTED_TAG not in c.metadata.get("tags", [])]
     assert [c.source for c in copy.cells[1:]] == own
 
 

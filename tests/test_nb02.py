@@ -121,9 +121,24 @@ def test_capture_mode_records_its_goals_with_their_intervals(ci_run) -> None:
     check_goal(goal, 1.6, parameters["epochs"] - 1)
     check_capture_over_eager(document)
     check_placement(document)
-    equality = results["equality_goal"]
-    assert equality["verdict"] == "met" and equality["test_accuracy"] == results["test_accuracies"]
-    assert equality["largest_epoch_loss_gap"] == results["largest_epoch_loss_gap"] <= 1e-4
+    check_equality(document)
+
+
+def check_equality(document) -> None:
+    """The equality goal recomputed from the recorded losses of every epoch and the held-out
+    accuracies (helpers.capture_mode.equality_goal), not read back: it must be what the record
+    says, and met."""
+    from helpers.capture_mode import equality_goal
+
+    results = document.results
+    losses = {mode: results["training"][mode]["losses"] for mode in ("eager", "capture")}
+    recomputed = equality_goal(losses, results["test_accuracies"])
+    recorded = results["equality_goal"]
+    assert {k: v for k, v in recorded.items() if k != "largest_epoch_loss_gap"} == \
+        {k: v for k, v in recomputed.items() if k != "largest_epoch_loss_gap"}
+    assert recomputed["largest_epoch_loss_gap"] == pytest.approx(recorded["largest_epoch_loss_gap"])
+    assert recomputed["largest_epoch_loss_gap"] == pytest.approx(results["largest_epoch_loss_gap"])
+    assert recomputed["verdict"] == "met", recomputed
 
 
 @notebook_tests

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers.paths import REPO_ROOT
 from tools.bottom_lines import TAG as BOTTOM_LINE
 from tools.run_parameters import notebooks
 
@@ -146,7 +147,7 @@ DALI_DOCS = re.compile(r"https://docs\.nvidia\.com/deeplearning/dali/[^\s)\"'>\]
 
 
 def _dali_links() -> dict[str, list[str]]:
-    repository = Path(__file__).resolve().parent.parent
+    repository = REPO_ROOT
     found = {}
     for path in [*notebooks(), *sorted((repository / "docs" / "pages").glob("*.md")),
                  repository / "README.md"]:

@@ -14,6 +14,7 @@ from nbformat.v4 import new_code_cell
 from nbformat.v4 import new_notebook
 
 from helpers import embedded_data
+from helpers.parameters import INJECTED_TAG
 from helpers.parameters import check_known
 from helpers.paths import MNIST_TRAINING
 from helpers.paths import REPO_ROOT
@@ -67,14 +68,14 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     notebook = _notebook(tmp_path / "09-stale.ipynb", SAVE_ANSWER.format(name="09-stale"))
     node = nbformat.read(notebook, as_version=4)
     stale = new_code_cell("# Parameters\nanswer = 7\n")
-    stale.metadata["tags"] = ["injected-parameters"]
+    stale.metadata["tags"] = [INJECTED_TAG]
     node.cells.insert(1, stale)
     node.metadata["papermill"] = {"parameters": {"answer": 7}}  # what that older run recorded
     nbformat.write(node, notebook)
     run = run_notebooks.run_notebook(notebook, tmp_path / "out", {})
     assert run.ok, run.error
     executed = nbformat.read(run.executed, as_version=4)
-    assert [c.source for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])] == []
+    assert [c.source for c in executed.cells if INJECTED_TAG in c.metadata.get("tags", [])] == []
     assert not executed.metadata["papermill"].get("parameters")  # nothing was handed over
     assert run.results.results == {"answer": 42}  # the notebook's own default, not the stale 7
     recorded = executed.metadata["papermill"]
@@ -100,7 +101,7 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         [run] = suite.run_suite("gpu", "full", out, command="python -m tools.suite run --device gpu")
         assert run.ok, run.error
         executed = nbformat.read(run.executed, as_version=4)
-        assert not [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert not [c for c in executed.cells if INJECTED_TAG in c.metadata.get("tags", [])]
         recorded = executed.metadata["papermill"]
         assert recorded["parameters"] == {}
         assert recorded["output_path"] == run.executed.relative_to(REPO_ROOT).as_posix()
@@ -271,7 +272,7 @@ def test_copies_drop_injected_parameters_and_keep_your_work(tmp_path: Path) -> N
     assert [c.name for c in copies] == [n.name for n in run_parameters.notebooks()]
     for copy in copies:
         node = nbformat.read(copy, as_version=4)
-        assert not [c for c in node.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert not [c for c in node.cells if INJECTED_TAG in c.metadata.get("tags", [])]
     copies[0].write_text("my work")
     copy_notebooks(tmp_path)
     assert copies[0].read_text() == "my work"
@@ -289,12 +290,12 @@ def test_nbval_copies_at_ci_scale_carry_its_parameters_after_the_parameters_cell
         cells = nbformat.read(copy, as_version=4).cells
         tags = [c.metadata.get("tags", []) for c in cells]
         at = next(i for i, t in enumerate(tags) if "parameters" in t)
-        assert "injected-parameters" in tags[at + 1], copy.name
+        assert INJECTED_TAG in tags[at + 1], copy.name
         wanted = run_parameters.parameters_for(run_parameters.ROOT / "notebooks" / copy.name, "ci", "auto")
         assert wanted and all(f"{k} = {v!r}" in cells[at + 1].source for k, v in wanted.items())
-        assert sum("injected-parameters" in t for t in tags) == 1
+        assert sum(INJECTED_TAG in t for t in tags) == 1
     plain = copy_notebooks(tmp_path / "plain", checked_only=True)
-    assert not any("injected-parameters" in c.metadata.get("tags", [])
+    assert not any(INJECTED_TAG in c.metadata.get("tags", [])
                    for copy in plain for c in nbformat.read(copy, as_version=4).cells)
 
 

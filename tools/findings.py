@@ -190,11 +190,11 @@ def _photos(get: Lookup) -> list[str]:
                              for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling"))
     cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
     size = get.value(NB05, "parameters", "image_size")
-    capture = "the best capture loop's"
     return [f"feeding ResNet-50 ({size}px crops), dynamic mode at its best was {versus(loader, LOADER)} "
             f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
-            "Loading alone, a DataLoader's CPU time per image (workers included) was "
-            f"{versus(cpu, capture, faster='higher than', slower='lower than')}."]
+            "Alone, a DataLoader used " + versus(cpu, "the best capture loop",
+                                                 faster="more CPU time per image than",
+                                                 slower="less CPU time per image than") + "."]
 
 
 def _resuming(get: Lookup) -> list[str]:
