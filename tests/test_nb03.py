@@ -101,12 +101,10 @@ def check_picks(document) -> None:
 
 
 @pytest.mark.notebook
-def test_goals_are_judged_by_the_confirmations_intervals(document) -> None:
+def test_goals_and_picks_follow_the_confirmations_intervals(document) -> None:
+    """Each goal's verdict and each pick (the best by its interval, or a tie) recomputed from the
+    confirmation's trials."""
     check_goals(document)
-
-
-@pytest.mark.notebook
-def test_picks_are_the_best_by_their_interval_or_a_tie(document) -> None:
     check_picks(document)
 
 
