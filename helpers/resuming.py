@@ -24,7 +24,6 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
-from dataclasses import field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -180,7 +179,6 @@ class Runs:
     options: dict[str, Any]  # batch_size, epochs, every, keep, learning_rate, seed, num_threads
     timeout: float
     say: Callable[[str], None] = print
-    launches: list[Launch] = field(default_factory=list)
 
     def args(self, name: str, *, mode: str = "eager", folder: Path | None = None, on: str | None = None,
              every: int | None = None, batch: int | None = None, data: Path | None = None,
@@ -209,7 +207,6 @@ class Runs:
                             on_line=on_line)[0]
 
     def _show(self, launch: Launch) -> None:
-        self.launches.append(launch)
         self.say(f"$ {display_command(launch.command)}")
         for line in quote(launch.lines):
             self.say(line)

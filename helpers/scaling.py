@@ -15,6 +15,17 @@ from helpers.benchmarking import Ratio
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import summarize
 from helpers.benchmarking import versus
+from helpers.data_sources import locate_data
+from helpers.devices import gpu_count
+from helpers.devices import resolve_device
+from helpers.lmdb_subset import first_records
+from helpers.lmdb_subset import record_count
+from helpers.parameters import ParameterError
+from helpers.parameters import at_least
+from helpers.parameters import positive_int
+from helpers.parameters import reject_unknown_parameters
+from helpers.paths import relative
+from helpers.paths import work_folder
 
 NOTEBOOK = "04-scaling-out.ipynb"
 PARAMETERS = ("processes", "batch_size", "epochs", "launches", "learning_rate", "demo_records",
@@ -38,18 +49,6 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
     ``records`` copied into ``build/nb04`` (removed at the end); prints what the runs will use.
     ``history`` is IPython's ``In`` (an unknown parameter that papermill injected is refused by
     name)."""
-    from helpers.data_sources import locate_data
-    from helpers.devices import gpu_count
-    from helpers.devices import resolve_device
-    from helpers.lmdb_subset import first_records
-    from helpers.lmdb_subset import record_count
-    from helpers.parameters import ParameterError
-    from helpers.parameters import at_least
-    from helpers.parameters import positive_int
-    from helpers.parameters import reject_unknown_parameters
-    from helpers.paths import relative
-    from helpers.paths import work_folder
-
     reject_unknown_parameters(history, NOTEBOOK)
     data = locate_data()
     source = Path(namespace["data_path"] or data.mnist_training)
@@ -109,8 +108,6 @@ def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     """The notebook's ``(parameters, headline, results)``, from what its lessons made (``lessons``:
     its ``globals()``: ``setup``, ``runs``, ``throughput``, ``weak``, ``strong``, ``goals``,
     ``accuracy``, ``checked``, ``padding``, ``failure``, ``too_many_processes``, ``two_nodes``...)."""
-    from helpers.paths import relative
-
     g, setup = lessons, lessons["setup"]
     strong, throughput, mean_accuracy = g["strong"], g["throughput"], g["accuracy"]["mean"]
     headline = {"processes": g["processes"], "samples_per_s_single": throughput["single"]["geometric_mean"],
