@@ -43,6 +43,7 @@ from helpers import simulated_crash
 from helpers.capture_guard import CaptureGuard
 from helpers.distributed import UsageError
 from helpers.distributed import preprocess
+from helpers.loaders import captured_ahead
 from helpers.mnist_model import MNISTClassifier
 from helpers.mnist_model import accuracy
 from helpers.results_file import write_json
@@ -176,11 +177,20 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int,
         epochs, first_epoch = [], None
         guard = CaptureGuard(f"rank {rank}")  # stops the run if capture mode runs an operator eagerly
         for epoch in range(args.epochs):
-            dist.barrier()  # every rank starts the clock together
-            start = time.perf_counter()
-            loss_sum, ids = torch.zeros((), device=torch_device), []
+            # the batches of this epoch that the capture loop made during the last one (DALI 2.4:
+            # one) are trained on before the clock starts, and not counted
+            ready = captured_ahead(reader)
+            if ready >= steps:
+                raise UsageError(f"an epoch has {steps} step(s), no more than the {ready} batch(es) "
+                                 "DALI makes ahead: use more records or a smaller --batch-size")
+            loss_sum, ids, start = torch.zeros((), device=torch_device), [], 0.0
             for step, (jpegs, labels) in enumerate(
                     guard(reader.next_epoch(batch_size=args.batch_size, ctx=ctx, capture=True))):
+                if step == ready:  # every rank starts the clock together, its device idle
+                    if on_gpu:
+                        torch.cuda.synchronize()
+                    dist.barrier()
+                    start = time.perf_counter()
                 images, targets = preprocess(jpegs, labels, rng, args.device, args.batch_size)
                 if args.check_coverage:  # debug bookkeeping: off in the timed launches
                     ids.append(sample_ids(jpegs))
@@ -201,13 +211,13 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int,
             if any(r["steps"] != steps for r in ranks):
                 raise RuntimeError(f"ranks ran {[r['steps'] for r in ranks]} steps, not {steps}")
             epoch_seconds = max(r["seconds"] for r in ranks)
-            samples = world * steps * args.batch_size
+            samples = world * (steps - ready) * args.batch_size
             checked = None
             if args.check_coverage:
                 first_epoch = first_epoch or [set(r["ids"]) for r in ranks]
                 checked = coverage([r["ids"] for r in ranks], data_set_size, first_epoch)
             epochs.append({
-                "epoch": epoch, "seconds": epoch_seconds,
+                "epoch": epoch, "seconds": epoch_seconds, "untimed_steps": ready,
                 "rank_seconds": [r["seconds"] for r in ranks],
                 "samples": samples, "samples_per_s": samples / epoch_seconds,
                 "loss": sum(r["loss_sum"] for r in ranks) / (world * steps),
@@ -229,7 +239,8 @@ def train(args: argparse.Namespace, rank: int, local_rank: int, world: int,
     return {
         "world_size": world, "backend": args.backend, "device": args.device,
         "batch_size_per_process": args.batch_size, "global_batch_size": args.batch_size * world,
-        "data_set": data_set_size, "steps_per_epoch": steps, "timed_steps": steps * len(timed),
+        "data_set": data_set_size, "steps_per_epoch": steps,
+        "timed_steps": sum(steps - e["untimed_steps"] for e in timed),
         "stick_to_shard": args.stick_to_shard, "coverage_checked": args.check_coverage,
         "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         if on_gpu else [],
