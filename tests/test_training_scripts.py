@@ -8,6 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import torch.distributed as dist
 
 from helpers import checkpointing
 from helpers import simulated_crash
@@ -17,6 +18,7 @@ from helpers.distributed import script_main
 from helpers.lmdb_subset import first_records
 from helpers.paths import REPO_ROOT
 from helpers.torchrun import LaunchError
+from helpers.torchrun import free_port
 from helpers.torchrun import run_torchrun
 
 TRAIN_DDP = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
@@ -86,6 +88,26 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
     assert failed.value.launches[0].returncode != 0 and not out.exists()
     assert not list(tmp_path.glob(".results.json.tmp*"))
 
+
+
+def test_an_epoch_no_longer_than_what_dali_makes_ahead_fails_with_what_to_change(
+        train_ddp, one_rank, monkeypatch, tmp_path: Path, capsys) -> None:
+    # DALI 2.4 makes one batch ahead, and none for an epoch of one step: a later DALI that makes
+    # more would leave no step to time
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    monkeypatch.setattr(train_ddp, "captured_ahead", lambda reader: 4)
+    data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", 256)
+    out = tmp_path / "results.json"
+    argv = ["--data", str(data), "--device", "cpu", "--epochs", "2", "--num-threads", "1", "--out", str(out)]
+    try:
+        assert script_main(train_ddp.run, argv) == 2
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    err = capsys.readouterr().err
+    assert "an epoch has 4 step(s), no more than the 4 batch(es) DALI makes ahead" in err
+    assert "use more records or a smaller --batch-size" in err and not out.exists()
 
 # --- notebook 04's rank that dies on purpose (helpers.simulated_crash), outside the loop ------
 
