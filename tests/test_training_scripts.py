@@ -89,7 +89,6 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
     assert not list(tmp_path.glob(".results.json.tmp*"))
 
 
-
 def test_an_epoch_no_longer_than_what_dali_makes_ahead_fails_with_what_to_change(
         train_ddp, one_rank, monkeypatch, tmp_path: Path, capsys) -> None:
     # DALI 2.4 makes one batch ahead, and none for an epoch of one step: a later DALI that makes
@@ -108,6 +107,7 @@ def test_an_epoch_no_longer_than_what_dali_makes_ahead_fails_with_what_to_change
     err = capsys.readouterr().err
     assert "an epoch has 4 step(s), no more than the 4 batch(es) DALI makes ahead" in err
     assert "use more records or a smaller --batch-size" in err and not out.exists()
+
 
 # --- notebook 04's rank that dies on purpose (helpers.simulated_crash), outside the loop ------
 
