@@ -3,11 +3,12 @@ the interval, and results JSON that say where the numbers came from.
 
 The method, used by every notebook that compares speeds:
 
-1. Each configuration is measured in several **trials** (5 or more on the GPU tier), each a fixed
-   amount of work after a warm-up. The trials are **interleaved**: round ``k`` runs every
-   configuration once, in an order rotated by ``k`` (``interleaved_order``), so no configuration
-   always runs first or last, and a slow phase of the machine hits
-   every configuration alike.
+1. Each configuration is measured in several **trials** (5 or more on the GPU tier), each after
+   a warm-up and at steady state (``helpers.harness``). The trials are **interleaved**: round
+   ``k`` runs every configuration once, in an order of its own (rotated by ``k`` in
+   ``interleaved_order``; seeded and random in the harness), so no configuration always runs
+   first, last or after the same one, and a slow phase of the machine hits every configuration
+   alike.
 2. A **ratio** between two configurations (``ratio``) is the geometric mean of the per-round
    ratios (trial ``k`` of A over trial ``k`` of B, measured minutes apart), with a 95% interval
    from Student's t on their logarithms. With unequal numbers of trials the rounds cannot be
@@ -78,9 +79,12 @@ def interleaved_order(names: Sequence[str], trial: int) -> list[str]:
 def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any], trials: int,
                        *, on_done: Callable[[str, int], None] | None = None,
                        until: Callable[[dict[str, list[Any]]], bool] | None = None,
-                       most: int | None = None) -> dict[str, list[Any]]:
+                       most: int | None = None,
+                       order: Callable[[Sequence[str], int], list[str]] = interleaved_order,
+                       ) -> dict[str, list[Any]]:
     """Run ``measure(name, trial)`` for every configuration in ``trials`` interleaved rounds
-    (``interleaved_order``); returns each configuration's records in trial order. ``on_done``
+    (``order(names, round)``: by default ``interleaved_order``; ``helpers.harness`` passes a seeded
+    random order); returns each configuration's records in trial order. ``on_done``
     is called after each measurement (a progress bar's update). With ``until``, more rounds
     follow, one at a time, until ``until(records)`` is true or ``most`` rounds have run in all
     (for instance until the intervals a verdict rests on are narrow enough)."""
@@ -93,7 +97,7 @@ def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any],
     for trial in range(most):
         if trial >= trials and until is not None and until(records):
             break
-        for name in interleaved_order(names, trial):
+        for name in order(names, trial):
             records[name].append(measure(name, trial))
             if on_done is not None:
                 on_done(name, trial)

@@ -32,6 +32,8 @@ from typing import Any
 import psutil
 
 INTERVAL_S = 0.05
+IDLE_DECODERS_PCT = 1.0  # the decoders read idle at or below this
+IDLE_CPU_CORES = 0.5  # this process reads quiet at or below this many cores busy
 BUSY_FIELDS = ("user", "system", "nice", "irq", "softirq")  # psutil.cpu_times(): time not idle
 ENGINES = {"gpu_pct": "GPU (a kernel running)", "nvdec_pct": "NVDEC (video decoders)",
            "nvjpg_pct": "NVJPG (JPEG decoders)"}
@@ -89,6 +91,7 @@ class Sampler:
                 self.handle = None
                 self.why_not = f"NVML cannot be read here ({type(error).__name__})"
         self.readers = self._readers()
+        self._process: psutil.Process | None = None
         self.settle_s = self._period_s() if self.readers else 0.0
         if not self.available:
             say(f"Hardware sampler: {self.why_not}; no GPU engine utilization is recorded "
@@ -124,6 +127,19 @@ class Sampler:
             except Exception:  # noqa: BLE001  (an engine or a call this GPU or driver lacks)
                 continue
         return max(periods, default=1.0)
+
+    def idle(self, decoders_pct: float = IDLE_DECODERS_PCT, cpu_cores: float = IDLE_CPU_CORES) -> bool:
+        """Whether the work before has finished: NVML reads every video and JPEG decoder at most
+        ``decoders_pct`` busy, and this process (DALI's threads run in it) used at most
+        ``cpu_cores`` cores over the last ``INTERVAL_S``. The harness's settle step waits for it."""
+        engines = self.read()
+        if any(engines.get(key, 0.0) > decoders_pct for key in ("nvdec_pct", "nvjpg_pct")):
+            return False
+        if self._process is None:
+            self._process = psutil.Process()
+            self._process.cpu_percent(None)
+        time.sleep(self.interval)
+        return self._process.cpu_percent(None) <= 100 * cpu_cores
 
     def read(self) -> dict[str, float]:
         """One reading of every engine NVML reports on this GPU."""

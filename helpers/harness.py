@@ -22,19 +22,36 @@ The method is explained once, on the docs page "How the suite measures"
   (``skipped``, read off the loader's ``ahead``; trained on only with ``step_ready``), then starts
   the timer: DALI starts their replacements as they are handed over, so no trial is credited with
   batches finished before its timer.
-- **A trial** times ``epochs`` whole epochs of one way: samples over seconds. Its CPU time is
-  this process and every process it started (DataLoader workers), over the trial only.
-- **Rounds** run every way once, in an order rotated by the round (``interleaved_order``).
+- **A trial is at steady state**: after the handover it times whole epochs' worth of batches
+  (``k`` times the epoch's batch count, crossing epoch ends as training does), ``k`` the fewest
+  for which the trial lasts ``min_seconds`` (3 s on a GPU by default), counts ``min_batches``
+  and hands over untimed at most 5% (``MAX_UNTIMED``) of the batches it times; a small folder
+  simply runs more epochs a trial. With ``epochs`` given, every trial of the run times exactly
+  that many epochs' worth instead; ``same_work=True`` picks the one ``k`` for every way from a
+  second warm-up epoch, so that every way times the same samples. The rest of the epoch the
+  timer stopped in is drained untimed. Its CPU time is this process and every process it
+  started (DataLoader workers), over the trial only.
+- **Start-up is measured apart**: the time from making a loader to its first batch
+  (``startup_s``), and in every trial the wait for the first batch of each new epoch
+  (``epoch_start_s``): real costs, but not throughput.
+- **Rounds** run every way once, each round in a seeded random order recorded in the run
+  (``Results.orders``), and before every trial a **settle** step: the device synchronized, then
+  a bounded wait until NVML reads NVDEC and NVJPG idle and this process's CPU is quiet, so that
+  no way's timer runs while the way before it still works on its run-ahead.
+- **Hardware readings** (NVML) are kept only from trials of ``MIN_READING_S`` (1 s) or more.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -51,6 +68,14 @@ from helpers.cpu_time import cpu_seconds_since
 from helpers.cpu_time import process_tree_cpu
 from helpers.hardware import ENGINES
 from helpers.results_file import RESULTS_FOLDER_VARIABLE
+
+DEFAULT_MIN_SECONDS = 3.0  # a trial's least duration on a GPU
+DEFAULT_MIN_SECONDS_CPU = 1.0  # and on a CPU
+MIN_BATCHES = 10  # a trial's least count of timed batches
+MAX_UNTIMED = 0.05  # the batches handed over untimed: at most this share of those timed
+MIN_READING_S = 1.0  # NVML's readings are kept only from trials this long or longer
+SETTLE_MOST_S = 10.0  # the longest wait for the way before to finish
+SETTLE_POLL_S = 0.05
 
 Step = Callable[[Any, Any], Any]  # one batch of the training loop: step(inputs, labels)
 
@@ -78,7 +103,11 @@ class Trial:
     """One timed trial of one way: ``samples`` in ``seconds``; ``waited_s`` of them in the
     loader's ``next()``; ``cpu_s`` of CPU time (this process and its children); the hardware's
     readings (``busy``: ``gpu_pct``, ``nvdec_pct``, ``nvjpg_pct``, ``cpu_pct``, None where not
-    read); the peak of torch's GPU memory in GiB (None without a GPU)."""
+    read, and NVML's always None in a trial shorter than ``MIN_READING_S``); the peak of torch's
+    GPU memory in GiB (None without a GPU); ``batches`` timed over ``epochs`` epochs' worth;
+    ``skipped`` batches handed over untimed before the timer; ``epoch_start_s``, the mean wait
+    for the first batch of a new epoch inside the timer (None when none began there);
+    ``settle_s``, the wait before the trial for the way before it to finish."""
 
     samples: int
     seconds: float
@@ -87,6 +116,10 @@ class Trial:
     busy: dict[str, Any] = field(default_factory=dict)
     peak_gib: float | None = None
     skipped: int = 0  # batches its loader had ready before the timer: handed over untimed, not counted
+    batches: int = 0
+    epochs: int = 0
+    epoch_start_s: float | None = None
+    settle_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -97,10 +130,16 @@ class Trial:
         """The share of the trial spent waiting for the loader."""
         return self.waited_s / self.seconds
 
+    @property
+    def untimed_share(self) -> float:
+        """The batches handed over untimed, as a share of those timed."""
+        return self.skipped / self.batches if self.batches else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "seconds": self.seconds, "rate": self.rate,
                 "waited_s": self.waited_s, "cpu_s": self.cpu_s, "peak_gib": self.peak_gib,
-                "skipped": self.skipped, **self.busy}
+                "skipped": self.skipped, "batches": self.batches, "epochs": self.epochs,
+                "epoch_start_s": self.epoch_start_s, "settle_s": self.settle_s, **self.busy}
 
 
 @dataclass(frozen=True)
@@ -133,6 +172,10 @@ class Results:
     trials: dict[str, list[Trial]]
     seconds: float = 0.0
     fed: bool = False  # whether a step (a model) consumed the batches
+    orders: list[list[str]] = field(default_factory=list)  # each round's order of the ways
+    order_seed: str = ""  # what seeded the orders
+    startup_s: dict[str, float] = field(default_factory=dict)  # a fresh loader to its first batch
+    min_seconds: float = 0.0  # a trial's least duration in this run
 
     def way(self, name: str) -> Way:
         for way in self.ways:
@@ -198,6 +241,11 @@ class Results:
                 row["peak GiB"] = round(max(values), 2)
             if any(t.skipped for w in self.ways for t in self.trials[w.name]):
                 row["ready, untimed"] = max(t.skipped for t in self.trials[way.name])
+            if way.name in self.startup_s:
+                row["start-up s"] = round(self.startup_s[way.name], 2)
+            if starts := [t.epoch_start_s for t in self.trials[way.name] if t.epoch_start_s is not None]:
+                row["new epoch ms"] = round(1000 * statistics.fmean(starts), 1)
+            row["s a trial"] = round(min(t.seconds for t in self.trials[way.name]), 1)
             row["trials"] = len(rates)
             rows.append(row)
         return pd.DataFrame(rows).set_index("way")
@@ -205,7 +253,8 @@ class Results:
     def as_record(self) -> dict[str, Any]:
         """What a notebook's results JSON stores of this run: every trial of every way."""
         return {"label": self.label, "unit": self.unit, "seconds": self.seconds,
-                "fed": self.fed,
+                "fed": self.fed, "min_seconds": self.min_seconds, "order_seed": self.order_seed,
+                "orders": self.orders, "startup_s": self.startup_s,
                 "ways": {w.name: {"kind": w.kind, "knob": w.knob,
                                   "trials": [t.as_dict() for t in self.trials[w.name]]}
                          for w in self.ways}}
@@ -222,47 +271,87 @@ def headless() -> bool:
 
 class Harness:
     """Makes each way's loader once (and warms it up with one untimed epoch), then times trials
-    of the ways in interleaved rounds (:meth:`run`). Loaders are kept for later runs until
-    :meth:`close`. ``synchronize`` waits for the device (``torch.cuda.synchronize``);
-    ``sampler`` (a ``helpers.hardware.Sampler``) reads NVML and the CPU during each trial;
-    ``peak_memory`` (``(reset, read_gib)``) reads torch's peak GPU memory."""
+    of the ways in rounds of a seeded random order, each trial after a settle step (:meth:`run`).
+    Loaders are kept for later runs until :meth:`close`. ``synchronize`` waits for the device
+    (``torch.cuda.synchronize``); ``sampler`` (a ``helpers.hardware.Sampler``) reads NVML and the
+    CPU during each trial and tells when the engines are idle; ``peak_memory``
+    (``(reset, read_gib)``) reads torch's peak GPU memory. ``min_seconds``: a trial's least
+    duration (None: ``DEFAULT_MIN_SECONDS`` on a GPU (``gpu``), on a CPU
+    ``DEFAULT_MIN_SECONDS_CPU``); ``min_batches``: its least count of timed batches; ``seed``:
+    the seed of the rounds' orders."""
 
     def __init__(self, *, unit: str = "samples", synchronize: Callable[[], None] | None = None,
                  sampler: Any = None,
                  peak_memory: tuple[Callable[[], None], Callable[[], float]] | None = None,
+                 min_seconds: float | None = None, gpu: bool = False, min_batches: int = MIN_BATCHES,
+                 settle_most_s: float = SETTLE_MOST_S, seed: int = 0,
                  say: Callable[[str], None] = print) -> None:
         self.unit = unit
         self.synchronize = synchronize or (lambda: None)
         self.sampler, self.peak_memory, self.say = sampler, peak_memory, say
+        self.min_seconds = steady_seconds(min_seconds, gpu)
+        if min_batches < 1:
+            raise ValueError(f"min_batches must be at least 1, not {min_batches}")
+        self.min_batches, self.settle_most_s, self.seed = min_batches, settle_most_s, seed
         self.loaders: dict[str, Loader] = {}
+        self.startup_s: dict[str, float] = {}  # a fresh loader to its first batch
+        self.epoch_batches: dict[str, int] = {}  # batches of the warm-up epoch
 
     def loader(self, way: Way) -> Loader:
-        """The way's loader, made and warmed up (one whole epoch, untimed) at its first use."""
+        """The way's loader, made and warmed up (one whole epoch, untimed) at its first use; the
+        time from making it to its first batch is kept (``startup_s``)."""
         if way.name not in self.loaders:
+            start = time.perf_counter()
             loader = way.make()
+            count = 0
             for _ in loader.epoch():
-                pass
+                if not count:
+                    self.synchronize()
+                    self.startup_s[way.name] = time.perf_counter() - start
+                count += 1
             self.synchronize()
             self.loaders[way.name] = loader
+            self.epoch_batches[way.name] = count
         return self.loaders[way.name]
 
-    def trial(self, way: Way, *, step: Step | None = None, epochs: int = 1,
+    def settle(self) -> float:
+        """Wait until the work before has finished: the device synchronized, then (at most
+        ``settle_most_s``) until the sampler reads the decoders idle and this process's CPU is
+        quiet (``helpers.hardware.Sampler.idle``). Returns the seconds waited."""
+        start = time.perf_counter()
+        self.synchronize()
+        idle = getattr(self.sampler, "idle", None)
+        while idle is not None and not idle() and time.perf_counter() - start < self.settle_most_s:
+            time.sleep(SETTLE_POLL_S)
+        return time.perf_counter() - start
+
+    def trial(self, way: Way, *, step: Step | None = None, epochs: int | None = None,
               step_ready: bool = False) -> Trial:
-        """``epochs`` whole epochs of the way's loader, each batch given to ``step`` (when not
-        None), timed from a synchronized device to a synchronized device. The batches its loader
-        had ready when the trial began (``ahead``: made before the timer) are handed over first,
-        untimed and not counted; ``step_ready``: given to ``step`` too, before the timer (for a
-        loop that must train on every batch, such as notebook 02's comparison of eager and capture
-        mode; the loader can then prepare a little during those steps)."""
+        """One trial of the way's loader at steady state. The batches its loader had ready when
+        the trial began (``ahead``: made before the timer) are handed over first, untimed and not
+        counted (``step_ready``: given to ``step`` too, for a loop that must train on every batch,
+        such as notebook 02's comparison of eager and capture mode). Then the timer runs, from a
+        synchronized device to a synchronized device, over ``k`` epochs' worth of batches, each
+        given to ``step`` (when not None), crossing epoch ends: ``k = epochs`` when given, else
+        the fewest whole epochs' worth for which the trial lasts ``min_seconds``, counts
+        ``min_batches`` and hands over at most ``MAX_UNTIMED`` of what it times. The rest of the
+        epoch the timer stopped in is drained after it (given to ``step`` with ``step_ready``)."""
+        settled = self.settle()
         loader = self.loader(way)
         ready = ahead_batches(loader)
-        batches = iter(loader.epoch())
-        too_short = (f"{way.name}: an epoch is no longer than the {ready} batch(es) its loader had "
-                     "ready before the timer; give it more data or a smaller batch")
+        per_epoch = self.epoch_batches[way.name]
+        if per_epoch == 0:
+            raise RuntimeError(f"{way.name}: an epoch of its loader gave no batches; check the data "
+                               "folder and the loader's batch size")
+        if epochs is not None and ready > MAX_UNTIMED * epochs * per_epoch:
+            raise RuntimeError(
+                f"{way.name}: its loader had {ready} batch(es) ready before the timer, more than "
+                f"{MAX_UNTIMED:.0%} of the {epochs * per_epoch} a trial of {epochs} epoch(s) times; "
+                f"time at least {math.ceil(ready / (MAX_UNTIMED * per_epoch))} epochs a trial, or "
+                "give it more data or a smaller batch")
+        stream = _Stream(loader)
         for _ in range(ready):
-            batch = next(batches, None)
-            if batch is None:
-                raise RuntimeError(too_short)
+            batch = stream.next()
             if step_ready and step is not None:
                 step(*batch)
         self.synchronize()
@@ -270,49 +359,93 @@ class Harness:
             self.peak_memory[0]()
         before = process_tree_cpu()
         with self._sampling() as busy:
-            samples, waited = 0, 0.0
+            samples = count = 0
+            waited = 0.0
+            starts: list[float] = []
             start = time.perf_counter()
-            for epoch in range(epochs):
-                if epoch:
-                    batches = iter(loader.epoch())
-                while True:
-                    asked = time.perf_counter()
-                    try:
-                        inputs, labels = next(batches)
-                    except StopIteration:
+            while True:
+                asked = time.perf_counter()
+                epochs_before = stream.epochs
+                inputs, labels = stream.next()
+                wait = time.perf_counter() - asked
+                waited += wait
+                if stream.epochs != epochs_before and count:  # the first batch of a new epoch
+                    starts.append(wait)
+                if step is not None:
+                    step(inputs, labels)
+                samples += len(labels)
+                count += 1
+                if count % per_epoch:
+                    continue
+                if epochs is not None:
+                    if count >= epochs * per_epoch:
                         break
-                    waited += time.perf_counter() - asked
-                    if step is not None:
-                        step(inputs, labels)
-                    samples += len(labels)
+                elif (time.perf_counter() - start >= self.min_seconds and count >= self.min_batches
+                      and ready <= MAX_UNTIMED * count):
+                    break
             self.synchronize()
             seconds = time.perf_counter() - start
         cpu = cpu_seconds_since(before)
-        if samples == 0:
-            raise RuntimeError(too_short if ready else f"{way.name}: an epoch of its loader gave no "
-                               "batches; check the data folder and the loader's batch size")
+        for batch in stream.rest():  # the epoch the timer stopped in, to its end
+            if step_ready and step is not None:
+                step(*batch)
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
-        return Trial(samples, seconds, waited, cpu, busy.as_dict() if busy is not None else {}, peak, ready)
+        readings = busy.as_dict() if busy is not None else {}
+        if seconds < MIN_READING_S:  # NVML averages over its own period: too short to read
+            readings = {k: (None if k != "cpu_pct" else v) for k, v in readings.items()}
+        return Trial(samples, seconds, waited, cpu, readings, peak, ready, count,
+                     count // per_epoch, statistics.fmean(starts) if starts else None, settled)
 
     def _sampling(self) -> Any:
         return self.sampler.sample() if self.sampler is not None else nullcontext(None)
 
+    def same_work(self, ways: Sequence[Way]) -> int:
+        """The epochs a trial for every way of ``ways`` to time the same samples at steady state:
+        each way's second epoch timed (after its warm-up), then the fewest epochs for which the
+        fastest way's trial lasts ``min_seconds`` and every way counts ``min_batches`` and hands
+        over at most ``MAX_UNTIMED`` untimed."""
+        fastest, needed = math.inf, 1
+        for way in ways:
+            loader = self.loader(way)
+            self.settle()
+            start = time.perf_counter()
+            count = sum(1 for _ in loader.epoch())
+            self.synchronize()
+            fastest = min(fastest, time.perf_counter() - start)
+            needed = max(needed, math.ceil(self.min_batches / count),
+                         math.ceil(ahead_batches(loader) / (MAX_UNTIMED * count)))
+        return max(needed, math.ceil(self.min_seconds / fastest) if fastest > 0 else 1)
+
     def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
-            epochs: int = 1, until: Callable[[Results], bool] | None = None,
+            epochs: int | None = None, same_work: bool = False,
+            until: Callable[[Results], bool] | None = None,
             most: int | None = None, step_ready: bool = False) -> Results:
-        """``rounds`` interleaved rounds of a trial of every way; with ``until``, more rounds one
-        at a time until ``until(results so far)`` holds or ``most`` rounds have run. Every
-        loader is made and warmed up before the first timed trial. Shows a progress bar when
-        someone watches, and one line at the end."""
+        """``rounds`` rounds of a trial of every way, each round in a random order (seeded by the
+        harness's ``seed`` and the ``label``; recorded); with ``until``, more rounds one at a
+        time until ``until(results so far)`` holds or ``most`` rounds have run. Every loader is
+        made and warmed up before the first timed trial. ``epochs``: every trial times that many
+        epochs' worth; ``same_work``: the harness picks that number (:meth:`same_work`); else each
+        trial runs until it is at steady state (:meth:`trial`). Shows a progress bar when someone
+        watches, and one line at the end."""
         names = [w.name for w in ways]
         if len(set(names)) != len(names):
             raise ValueError(f"{label}: two ways share a name: {names}; give each a name of its own")
         by_name = {w.name: w for w in ways}
         for way in ways:
             self.loader(way)
+        if same_work and epochs is None:
+            epochs = self.same_work(ways)
         bar = _bar(rounds * len(ways), label)
         start = time.perf_counter()
-        results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None)
+        order_seed = f"{self.seed}:{label}"
+        results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None,
+                          order_seed=order_seed, min_seconds=self.min_seconds if epochs is None else 0.0,
+                          startup_s={n: self.startup_s[n] for n in names if n in self.startup_s})
+        shuffle = random.Random(order_seed)
+
+        def order(names_: Sequence[str], _round: int) -> list[str]:
+            results.orders.append(shuffle.sample(list(names_), len(names_)))
+            return results.orders[-1]
 
         def measure(name: str, _round: int) -> Trial:
             trial = self.trial(by_name[name], step=step, epochs=epochs, step_ready=step_ready)
@@ -323,13 +456,18 @@ class Harness:
             return trial
 
         check = None if until is None else (lambda _records: until(results))
-        interleaved_trials(names, measure, rounds, until=check, most=most)
+        interleaved_trials(names, measure, rounds, until=check, most=most, order=order)
         if bar is not None:
             bar.close()
         results.seconds = time.perf_counter() - start
         done = len(results.trials[names[0]])
+        counts = sorted({t.epochs for ts in results.trials.values() for t in ts})
+        span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        worth = "epochs'" if counts != [1] else "epoch's"
         self.say(f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
-                 f"{epochs} epoch{'s' * (epochs != 1)} a trial, in {_duration(results.seconds)}")
+                 f"{span} {worth} worth a trial"
+                 + (f" (at least {self.min_seconds:g} s)" if epochs is None else "")
+                 + f", in {_duration(results.seconds)}")
         return results
 
     def close(self, keep: Iterable[str] = ()) -> None:
@@ -337,6 +475,42 @@ class Harness:
         keep = set(keep)
         for name in [n for n in self.loaders if n not in keep]:
             self.loaders.pop(name).close()
+
+
+class _Stream:
+    """A loader's batches across its epochs, one epoch drained before the next begins (a capture
+    loop is never left early); ``epochs``: the epochs begun."""
+
+    def __init__(self, loader: Loader) -> None:
+        self.loader, self.epochs = loader, 0
+        self.batches: Iterator[Any] | None = None
+
+    def next(self) -> Any:
+        for _ in range(2):
+            if self.batches is not None:
+                batch = next(self.batches, None)
+                if batch is not None:
+                    return batch
+            self.batches = iter(self.loader.epoch())
+            self.epochs += 1
+        raise RuntimeError("an epoch of the loader gave no batches; check the data folder and the "
+                           "loader's batch size")
+
+    def rest(self) -> Iterator[Any]:
+        """The rest of the current epoch."""
+        if self.batches is not None:
+            yield from self.batches
+            self.batches = None
+
+
+def steady_seconds(min_seconds: float | None, gpu: bool) -> float:
+    """A trial's least duration: ``min_seconds``, or by default ``DEFAULT_MIN_SECONDS`` on a GPU
+    and ``DEFAULT_MIN_SECONDS_CPU`` on a CPU."""
+    if min_seconds is None:
+        return DEFAULT_MIN_SECONDS if gpu else DEFAULT_MIN_SECONDS_CPU
+    if not isinstance(min_seconds, (int, float)) or isinstance(min_seconds, bool) or min_seconds < 0:
+        raise ValueError(f"min_seconds must be a number of seconds >= 0 (or None), not {min_seconds!r}")
+    return float(min_seconds)
 
 
 def ahead_batches(loader: Any) -> int:
@@ -369,4 +543,4 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-__all__ = ["Harness", "Loader", "Pick", "Results", "Trial", "Way", "headless", "narrow"]
+__all__ = ["Harness", "Loader", "Pick", "Results", "Trial", "Way", "headless", "narrow", "steady_seconds"]

@@ -1,9 +1,12 @@
-"""helpers.harness: the suite's one benchmark harness (ways, interleaved rounds from the same state,
-rates, ratios, picks, the table and the record)."""
+"""helpers.harness: the suite's one benchmark harness (ways, rounds in seeded random orders from the
+same state, trials at steady state, the settle step, rates, ratios, picks, the table and the
+record)."""
 
 from __future__ import annotations
 
+import random
 import time
+from contextlib import nullcontext
 
 import pytest
 
@@ -39,10 +42,16 @@ def way(name, log, **kw):
     return Way(name, lambda: Sleepy(name, log, **kw), kind="fake")
 
 
+def quick(**kw):
+    """A harness whose trials are one epoch's worth unless told otherwise (no least duration)."""
+    return Harness(say=lambda _: None, min_seconds=kw.pop("min_seconds", 0),
+                   min_batches=kw.pop("min_batches", 1), **kw)
+
+
 def test_every_loader_is_made_and_warmed_up_before_the_first_timed_trial(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     log, timed = [], []
-    harness = Harness(say=lambda _: None)
+    harness = quick()
     original = harness.trial
 
     def trial(w, **kw):
@@ -57,16 +66,23 @@ def test_every_loader_is_made_and_warmed_up_before_the_first_timed_trial(monkeyp
     assert [e for e in log if e[0] == "make"] == [("make", "a"), ("make", "b"), ("make", "c")]
 
 
-def test_rounds_are_interleaved_and_loaders_kept_for_the_next_run(monkeypatch):
+def test_rounds_run_every_way_once_in_a_seeded_random_order_that_is_recorded(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     log = []
-    harness = Harness(say=lambda _: None)
-    ways = [way("a", log), way("b", log), way("c", log)]
-    harness.run(ways, 3, label="alone")
-    timed = [name for kind, name in log if kind == "epoch"][3:]  # after the three warm-ups
-    assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    harness = quick()
+    ways = [way(n, log) for n in "abcd"]
+    results = harness.run(ways, 6, label="alone")
+    timed = [name for kind, name in log if kind == "epoch"][4:]  # after the four warm-ups
+    rounds = [timed[4 * k:4 * k + 4] for k in range(6)]
+    assert rounds == results.orders and all(sorted(r) == list("abcd") for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # not one order six times
+    expected = random.Random("0:alone")
+    assert rounds == [expected.sample(list("abcd"), 4) for _ in range(6)]  # the seed reproduces them
+    record = results.as_record()
+    assert record["orders"] == rounds and record["order_seed"] == "0:alone"
+    assert quick(seed=1).run([way(n, []) for n in "abcd"], 6, label="alone").orders != rounds
     harness.run(ways, 1, label="again")
-    assert sum(1 for kind, _ in log if kind == "make") == 3  # made once, reused
+    assert sum(1 for kind, _ in log if kind == "make") == 4  # made once, reused
     harness.close(keep=["b"])
     assert ("close", "a") in log and ("close", "c") in log and ("close", "b") not in log
     assert list(harness.loaders) == ["b"]
@@ -75,7 +91,7 @@ def test_rounds_are_interleaved_and_loaders_kept_for_the_next_run(monkeypatch):
 def test_a_trial_counts_every_sample_of_its_epochs_and_times_the_step(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     log = []
-    harness = Harness(say=lambda _: None)
+    harness = quick()
     steps = []
     w = way("a", log, batches=4, size=5, pause=0.01)
     trial = harness.trial(w, step=lambda x, y: (steps.append(len(y)), time.sleep(0.02)), epochs=2)
@@ -87,7 +103,7 @@ def test_a_trial_counts_every_sample_of_its_epochs_and_times_the_step(monkeypatc
 
 def test_an_empty_epoch_is_refused_with_what_to_check(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
-    harness = Harness(say=lambda _: None)
+    harness = quick()
     with pytest.raises(RuntimeError, match="gave no batches; check the data folder"):
         harness.trial(way("empty", [], batches=0))
 
@@ -131,7 +147,7 @@ def test_the_record_holds_every_trial():
 
 def test_more_rounds_until_the_interval_is_narrow_then_stop(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
-    harness = Harness(say=lambda _: None)
+    harness = quick()
     ways = [way("a", [], batches=2), way("b", [], batches=2)]
     assert len(harness.run(ways, 2, label="x", until=lambda r: True, most=6).rates("a")) == 2
     assert len(harness.run(ways, 2, label="x", until=lambda r: False, most=5).rates("a")) == 5
@@ -142,9 +158,10 @@ def test_more_rounds_until_the_interval_is_narrow_then_stop(monkeypatch):
 def test_headless_runs_print_one_line_and_no_bar(monkeypatch, capsys):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     said = []
-    Harness(say=said.append).run([way("a", []), way("b", [])], 2, label="alone")
+    Harness(say=said.append, min_seconds=0, min_batches=1).run([way("a", []), way("b", [])], 2, label="alone")
     assert capsys.readouterr().out == ""
-    assert len(said) == 1 and said[0].startswith("alone: 2 rounds of 2 ways, 1 epoch a trial, in ")
+    assert len(said) == 1 and said[0].startswith("alone: 2 rounds of 2 ways, 1 epoch's worth a trial "
+                                                 "(at least 0 s), in ")
 
 
 class Ahead(Sleepy):
@@ -162,21 +179,147 @@ class Ahead(Sleepy):
 def test_the_batches_a_loader_had_ready_are_handed_over_untimed_and_uncounted(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
     log, stepped = [], []
-    harness = Harness(say=lambda _: None)
-    w = Way("pipeline", lambda: Ahead("p", log, batches=10, size=4, pause=0.02))
+    harness = quick()
+    w = Way("pipeline", lambda: Ahead("p", log, batches=40, size=4, pause=0.005))
     trial = harness.trial(w, step=lambda x, y: stepped.append(1))
-    assert trial.skipped == 2 and trial.samples == 8 * 4 and len(stepped) == 8
+    assert trial.skipped == 2 and trial.samples == 40 * 4 and trial.batches == 40 and len(stepped) == 40
     every = harness.trial(w, step=lambda x, y: stepped.append(1), step_ready=True)
-    assert every.skipped == 2 and every.samples == 8 * 4 and len(stepped) == 8 + 10  # all trained on
-    assert 8 * 0.02 <= trial.seconds < 10 * 0.02  # two of the ten pauses were before the timer
+    assert every.skipped == 2 and every.samples == 40 * 4
+    assert len(stepped) == 40 + 2 + 40 + 38  # all trained on, the drained rest of the epoch too
+    assert 40 * 0.005 <= trial.seconds < 42 * 0.005 + 0.1
     results = harness.run([w, way("cold", [], batches=10)], 2, label="alone")
     assert results.table().loc["pipeline", "ready, untimed"] == 2
     assert results.table().loc["cold", "ready, untimed"] == 0
     assert results.ratio("pipeline", "cold") == ratio(results.rates("pipeline"), results.rates("cold"))
 
 
-def test_an_epoch_no_longer_than_what_was_ready_is_refused_with_what_to_do(monkeypatch):
+def test_a_trial_times_whole_epochs_worth_until_it_is_long_enough(monkeypatch):
     monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
-    harness = Harness(say=lambda _: None)
-    with pytest.raises(RuntimeError, match=r"no longer than the 2 batch\(es\) its loader had ready.*data"):
-        harness.trial(Way("p", lambda: Ahead("p", [], batches=2)))
+    harness = quick(min_seconds=0.2, min_batches=12)
+    trial = harness.trial(way("a", [], batches=5, size=3, pause=0.01))
+    assert trial.seconds >= 0.2 and trial.batches % 5 == 0 and trial.batches >= 15
+    assert trial.samples == 3 * trial.batches and trial.epochs == trial.batches // 5
+    assert trial.batches * 0.01 <= trial.seconds < (trial.batches + 5) * 0.01 + 0.1  # no extra epoch
+    assert quick(min_batches=12).trial(way("b", [], batches=5)).batches == 15  # at least 12, whole epochs
+
+
+def test_the_untimed_handover_stays_within_five_percent_of_what_a_trial_times(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    trial = quick().trial(Way("p", lambda: Ahead("p", [], batches=10)))
+    assert trial.skipped == 2 and trial.batches == 40 and trial.untimed_share <= 0.05
+
+
+def test_a_folder_smaller_than_the_run_ahead_runs_more_epochs_instead_of_stopping(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    log = []
+    harness = quick()
+    trial = harness.trial(Way("p", lambda: Ahead("p", log, batches=2)), step=lambda x, y: None)
+    assert trial.skipped == 2 and trial.batches == 40 and trial.epochs == 20
+    assert trial.epoch_start_s is not None  # epochs began inside the timer
+    assert harness.startup_s["p"] >= 0
+
+
+def test_a_fixed_epoch_count_that_would_hand_over_too_much_untimed_is_refused_with_what_to_do(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    harness = quick()
+    with pytest.raises(RuntimeError, match=r"2 batch\(es\) ready.*more than 5%.*at least 4 epochs a trial"):
+        harness.trial(Way("p", lambda: Ahead("p", [], batches=10)), epochs=1)
+    assert harness.trial(Way("q", lambda: Ahead("q", [], batches=10)), epochs=4).batches == 40
+
+
+def test_same_work_times_the_same_samples_for_every_way_and_lasts_for_the_fastest(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    harness = quick(min_seconds=0.15)
+    ways = [way("fast", [], batches=5, pause=0.002), way("slow", [], batches=5, pause=0.006)]
+    results = harness.run(ways, 2, label="same", same_work=True)
+    batches = {t.batches for ts in results.trials.values() for t in ts}
+    assert len(batches) == 1 and min(t.seconds for t in results.trials["fast"]) >= 0.15 * 0.8
+    assert results.min_seconds == 0.0  # the run times a fixed amount, not a duration
+
+
+def test_hardware_readings_of_a_trial_shorter_than_a_second_are_dropped(monkeypatch):
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+
+    class Reads:
+        def sample(self):
+            class Busy:
+                def as_dict(self):
+                    return {"nvdec_pct": 50.0, "nvjpg_pct": 3.0, "cpu_pct": 40.0}
+            return nullcontext(Busy())
+
+    short = quick(sampler=Reads()).trial(way("a", [], batches=2))
+    assert short.busy == {"nvdec_pct": None, "nvjpg_pct": None, "cpu_pct": 40.0}
+    long = quick(sampler=Reads(), min_seconds=1.0).trial(way("b", [], batches=2, pause=0.05))
+    assert long.seconds >= 1.0 and long.busy["nvdec_pct"] == 50.0
+
+
+def test_min_seconds_defaults_by_device_and_refuses_nonsense():
+    assert Harness(gpu=True).min_seconds == 3.0 and Harness().min_seconds == 1.0
+    assert Harness(min_seconds=0.5, gpu=True).min_seconds == 0.5
+    with pytest.raises(ValueError, match="min_seconds must be a number of seconds >= 0"):
+        Harness(min_seconds=-1)
+    with pytest.raises(ValueError, match="min_seconds must be a number"):
+        Harness(min_seconds="3")
+
+
+class Engine:
+    """A shared decoder: a loader that runs ahead keeps it busy for ``carry`` seconds after each of
+    its epochs; every batch of another loader takes ``slowdown`` times longer meanwhile."""
+
+    def __init__(self, carry=0.15, slowdown=10):
+        self.carry, self.slowdown, self.busy_until = carry, slowdown, 0.0
+
+    def busy(self):
+        return time.perf_counter() < self.busy_until
+
+    def idle(self):
+        return not self.busy()
+
+    def sample(self):
+        return nullcontext(None)
+
+
+class Carrier(Sleepy):
+    def __init__(self, name, engine, **kw):
+        super().__init__(name, [], **kw)
+        self.engine = engine
+
+    def epoch(self):
+        yield from super().epoch()
+        self.engine.busy_until = time.perf_counter() + self.engine.carry  # its run-ahead decodes on
+
+
+class Victim(Sleepy):
+    def __init__(self, name, engine, **kw):
+        super().__init__(name, [], **kw)
+        self.engine = engine
+
+    def epoch(self):
+        for _ in range(self.batches):
+            time.sleep(self.pause * (self.engine.slowdown if self.engine.busy() else 1))
+            yield None, [0] * self.size
+
+
+def verdict_in_order(order, settle):
+    engine = Engine()
+    harness = quick(sampler=engine, settle_most_s=2.0 if settle else 0.0)
+    ways = {"heavy": Way("heavy", lambda: Carrier("heavy", engine, batches=5, pause=0.004)),
+            "b": Way("b", lambda: Victim("b", engine, batches=5, pause=0.004)),
+            "c": Way("c", lambda: Victim("c", engine, batches=5, pause=0.006))}
+    trials = {name: [] for name in ways}
+    for _ in range(5):
+        for name in order:
+            trials[name].append(harness.trial(ways[name], epochs=4))  # b: 0.08 s, c: 0.12 s
+    results = Results("order", "samples", list(ways.values()), trials)
+    return results.ratio("b", "c")
+
+
+def test_with_the_settle_step_reversed_orders_give_the_same_verdict_without_it_they_differ(monkeypatch):
+    """b is 1.5x c. The heavy way's run-ahead slows whichever way follows it: b in one order, c in
+    the reversed one. Settled, both orders find b faster; unsettled, the order decides."""
+    monkeypatch.setenv(RESULTS_FOLDER_VARIABLE, "x")
+    forward, reverse = (verdict_in_order(o, settle=True) for o in (["heavy", "b", "c"], ["c", "b", "heavy"]))
+    assert forward.low > 1 and reverse.low > 1
+    assert 0.75 < forward.ratio / reverse.ratio < 1.33
+    forward, reverse = (verdict_in_order(o, settle=False) for o in (["heavy", "b", "c"], ["heavy", "c", "b"]))
+    assert forward.ratio < 1 < reverse.low and forward.low < 1  # "faster" in one order only
