@@ -75,9 +75,10 @@ def parameters_of(namespace: Mapping[str, Any]) -> dict[str, Any]:
 
 def plan(ways: int, epochs: int, batches: int, batch_size: int) -> str:
     """The work a run of the harness will do, said before it starts."""
-    samples = ways * epochs * batches * batch_size
-    return (f"Planned: {ways} ways x {epochs} epochs ({epochs - 1} timed, one a round, after an untimed "
-            f"warm-up) x {batches} batches of {batch_size} = {samples:,} samples")
+    return (f"Planned: {ways} ways x {epochs - 1} rounds, after an untimed warm-up epoch each and one "
+            f"more to time an epoch; in every round each way trains the same whole epochs of {batches} "
+            f"batches of {batch_size}, as many as the faster way needs to train for the harness's least "
+            "duration")
 
 
 def per_round(rates_a: Sequence[float], rates_b: Sequence[float]) -> list[float]:
@@ -212,9 +213,10 @@ def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals
                      "gpu_decode_over_cpu_decode": placement.ratio(gpu, cpu).ratio}
         ratios["gpu_decode_over_cpu_decode"] = _ratio_record(placement.ratio(gpu, cpu))
     results = {
-        "training": {mode: {"epoch_samples_per_s": rates[mode], "losses": list(losses[mode]),
+        "training": {mode: {"trial_samples_per_s": rates[mode], "losses": list(losses[mode]),
                             "test_accuracy": accuracies[mode]} for mode in rates},
-        "samples_per_epoch": fed.trials["eager"][0].samples, "identical_batches": identical,
+        "samples_per_epoch": fed.trials["eager"][0].samples // max(1, fed.trials["eager"][0].epochs),
+        "identical_batches": identical,
         "largest_epoch_loss_gap": loss_gap(losses), "test_accuracies": dict(accuracies),
         "test_digits": test_digits, "embedded_data": is_embedded(data_path), "ratios": ratios,
         "goals": dict(goals),

@@ -69,7 +69,7 @@ from helpers.cpu_time import process_tree_cpu
 from helpers.hardware import ENGINES
 from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
-DEFAULT_MIN_SECONDS = 3.0  # a trial's least duration on a GPU
+DEFAULT_MIN_SECONDS = 2.0  # a trial's least duration on a GPU
 DEFAULT_MIN_SECONDS_CPU = 1.0  # and on a CPU
 MIN_BATCHES = 10  # a trial's least count of timed batches
 MAX_UNTIMED = 0.05  # the batches handed over untimed: at most this share of those timed

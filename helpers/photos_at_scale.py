@@ -32,6 +32,7 @@ from helpers.data_sources import locate_photos
 from helpers.devices import resolve_device
 from helpers.devices import torch_device
 from helpers.harness import Results
+from helpers.harness import steady_seconds
 from helpers.parameters import ParameterError
 from helpers.parameters import at_least
 from helpers.parameters import positive_ints
@@ -67,7 +68,7 @@ class Settings(NamedTuple):
     image_size: int
     batch_size: int
     models: list[str]
-    alone_epochs: int
+    min_seconds: float  # a trial's least duration (helpers.harness)
     most_trials: int
     dataloader_workers: list[int]
     thread_counts: list[int]
@@ -85,12 +86,15 @@ def resolve_parameters(given: Mapping[str, Any]) -> Settings:
     device = resolve_device(given["device"])
     on_gpu = device == "gpu"
     cores = os.cpu_count() or 1
-    p = {name: given[name] for name in ("photos", "image_size", "batch_size", "alone_epochs", "fed_epochs",
-                                        "threads", "selection_trials", "trials", "most_trials")}
-    for name, gpu, cpu in (("photos", 4096, 128), ("image_size", 224, 64), ("batch_size", 256, 32),
-                           ("alone_epochs", 2, 4)):
+    p = {name: given[name] for name in ("photos", "image_size", "batch_size", "threads", "selection_trials",
+                                        "trials", "most_trials")}
+    for name, gpu, cpu in (("photos", 4096, 128), ("image_size", 224, 64), ("batch_size", 256, 32)):
         p[name] = p[name] or (gpu if on_gpu else cpu)
-    p["most_trials"] = p["most_trials"] or (12 if on_gpu else p["trials"])
+    p["most_trials"] = p["most_trials"] or (7 if on_gpu else p["trials"])
+    try:
+        min_seconds = steady_seconds(given["min_seconds"], on_gpu)
+    except ValueError as error:
+        raise ParameterError(str(error)) from None
     at_least(p, dict.fromkeys(p, 1) | {"trials": (2, "a 95% interval needs two rounds")})
     p["most_trials"] = max(p["trials"], p["most_trials"])
     models = given["models"] or (["resnet50", "resnet18"] if on_gpu else ["resnet18"])
@@ -108,7 +112,7 @@ def resolve_parameters(given: Mapping[str, Any]) -> Settings:
     print(f"device {device}: {len(classes)} classes, crops of {p['image_size']}x{p['image_size']}, "
           f"batches of {p['batch_size']}; models {', '.join(SHORT[m] for m in models)}")
     return Settings(device, on_gpu, device, cores, torch_device(device), p["photos"], p["image_size"],
-                    p["batch_size"], models, p["alone_epochs"], p["most_trials"], workers, threads, train,
+                    p["batch_size"], models, min_seconds, p["most_trials"], workers, threads, train,
                     val, classes)
 
 
@@ -138,8 +142,8 @@ def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
     return train, val, folder.classes
 
 
-RECORDED = ("device", "photos", "epoch_images", "image_size", "batch_size", "models", "alone_epochs",
-            "fed_epochs", "threads", "thread_counts", "hw_decoder_loads", "dataloader_workers",
+RECORDED = ("device", "photos", "epoch_images", "image_size", "batch_size", "models", "min_seconds",
+            "threads", "thread_counts", "hw_decoder_loads", "dataloader_workers",
             "selection_trials", "trials", "most_trials", "precision", "seed")
 
 
@@ -150,16 +154,16 @@ def recorded_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
     return {name: given[name] for name in RECORDED} | {"image_dir": image_dir and relative(str(image_dir))}
 
 
-def planned(ways: int, selection_trials: int, most_trials: int, alone_ways: int, alone_epochs: int,
-            fed_ways: int, fed_epochs: int, models: Sequence[str], epoch_images: int) -> str:
-    """The work the measurements will do at most, in epochs and images, before any timing."""
-    selection = ways * (1 + selection_trials)  # a warm-up epoch each, then the rounds
-    alone = alone_ways * (1 + most_trials * alone_epochs)
-    fed = len(models) * (1 + fed_ways * most_trials * fed_epochs)  # + the model's warm-up epoch
+def planned(ways: int, selection_trials: int, trials: int, most_trials: int, alone_ways: int,
+            fed_ways: int, models: Sequence[str], min_seconds: float) -> str:
+    """The trials the measurements will time at most, each whole epochs until it lasts
+    ``min_seconds``, before any timing."""
+    selection, alone = ways * selection_trials, alone_ways * trials
+    fed = len(models) * fed_ways * most_trials
     total = selection + alone + fed
-    return (f"planned, at most: {selection} epochs choosing knobs ({ways} ways), {alone} alone ({alone_ways} "
-            f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} epochs of "
-            f"{epoch_images:,} images, {total * epoch_images:,} images")
+    return (f"planned, at most: {selection} trials choosing knobs ({ways} ways), {alone} alone ({alone_ways} "
+            f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} trials of at least "
+            f"{min_seconds:g} s each (whole epochs), after a warm-up epoch of each way")
 
 
 def first_batch(loader: Any) -> tuple[Any, Any]:

@@ -240,3 +240,20 @@ def headline_output(cells) -> dict:
                 return ast.literal_eval(text if isinstance(text, str) else "".join(text))
     raise AssertionError("no cell of the notebook ends with its headline dict")
 
+
+
+def check_steady(run: dict[str, Any], *, epoch_batches: dict[str, int] | None = None) -> None:
+    """Every trial of a harness run's record is at steady state: it lasted the run's
+    ``min_seconds`` (when the run was time-bound), timed a whole number of epochs' worth of
+    batches (``epoch_batches``: each way's batches an epoch, where known), handed over at most 5%
+    of them untimed, and the rounds ran every way once, in the recorded orders."""
+    names = set(run["ways"])
+    assert run["orders"] and all(sorted(order) == sorted(names) for order in run["orders"]), run["label"]
+    for name, way in run["ways"].items():
+        assert len(way["trials"]) == len(run["orders"]), name
+        for t in way["trials"]:
+            assert t["seconds"] >= run["min_seconds"], (name, t["seconds"])
+            assert t["batches"] >= 1 and t["skipped"] <= 0.05 * t["batches"], (name, t)
+            if epoch_batches is not None and name in epoch_batches:
+                assert t["batches"] % epoch_batches[name] == 0, (name, t["batches"])
+            assert 0 <= t["waited_s"] <= t["seconds"], name

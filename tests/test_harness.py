@@ -254,7 +254,7 @@ def test_hardware_readings_of_a_trial_shorter_than_a_second_are_dropped(monkeypa
 
 
 def test_min_seconds_defaults_by_device_and_refuses_nonsense():
-    assert Harness(gpu=True).min_seconds == 3.0 and Harness().min_seconds == 1.0
+    assert Harness(gpu=True).min_seconds == 2.0 and Harness().min_seconds == 1.0
     assert Harness(min_seconds=0.5, gpu=True).min_seconds == 0.5
     with pytest.raises(ValueError, match="min_seconds must be a number of seconds >= 0"):
         Harness(min_seconds=-1)

@@ -10,6 +10,7 @@ import statistics
 
 import pytest
 from conftest import check_goal
+from conftest import check_steady
 from notebook_setup import run_setup
 
 from helpers.benchmarking import ratio
@@ -41,7 +42,8 @@ GOALS = {"ResNet-50: best dynamic / ceiling": ("resnet50", 0.97),
 ROLES = {"ceiling", "best DataLoader", "best pipeline mode", "pipeline mode, same knobs", "best dynamic mode",
          "eager"}
 CAPTURED = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize"]  # and the labels' operators
-TRIAL_FIELDS = ("samples", "seconds", "waited_s", "cpu_s", "peak_gib", "skipped")
+TRIAL_FIELDS = ("samples", "seconds", "waited_s", "cpu_s", "peak_gib", "skipped", "batches", "epochs",
+                "epoch_start_s", "settle_s")
 
 
 @pytest.fixture(scope="module")
@@ -85,18 +87,19 @@ def check_trials(document: NotebookResults) -> None:
     assert knobs[roles["pipeline mode, same knobs"]] == knobs[roles["best dynamic mode"]] == \
         knobs[roles["eager"]]
     assert {w.kind for w in alone.ways} == {"DataLoader", "pipeline", "capture", "eager"}
-    epoch = parameters["epoch_images"]
-    runs = [(alone, parameters["alone_epochs"], parameters["trials"], parameters["trials"]),
-            *((r, parameters["fed_epochs"], parameters["trials"], parameters["most_trials"])
-              for r in fed.values())]
-    for run, epochs, least, most in runs:
+    epoch = parameters["epoch_images"] // parameters["batch_size"]  # batches an epoch
+    runs = [(alone, "alone", parameters["trials"], parameters["trials"]),
+            *((r, f"fed/{m}", parameters["trials"], parameters["most_trials"]) for m, r in fed.items())]
+    for run, key, least, most in runs:
         rounds = len(run.rates(run.ways[0].name))
         assert least <= rounds <= most
+        record = results["alone"] if key == "alone" else results["fed"][key[4:]]
+        assert record["min_seconds"] == parameters["min_seconds"] > 0
+        check_steady(record, epoch_batches={w.name: epoch for w in run.ways})  # whole epochs, >= min_seconds
         for way in run.ways:
             assert len(run.trials[way.name]) == rounds
             for t in run.trials[way.name]:
-                # whole epochs, but for the batches a DALI loader had ready before the timer
-                assert t.samples + t.skipped * parameters["batch_size"] == epochs * epoch
+                assert t.samples == t.batches * parameters["batch_size"]
                 assert t.cpu_s > 0 and 0 <= t.waited_s <= t.seconds
     for run in fed.values():
         assert {roles[r] for r in ROLES - {"eager"}} == {w.name for w in run.ways}

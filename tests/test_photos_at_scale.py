@@ -97,11 +97,10 @@ def test_no_nvml_reading_no_sentence_about_it() -> None:
     assert "NVML" not in answer(ALONE, quiet, ROLES)
 
 
-def test_the_plan_counts_warm_ups_and_the_most_rounds() -> None:
-    line = planned(6, 2, 7, 5, 2, 5, 1, ["resnet18"], 128)
-    assert line.startswith("planned, at most: 18 epochs choosing knobs (6 ways), 75 alone (5 ways), "
-                           "36 feeding")
-    assert line.endswith("129 epochs of 128 images, 16,512 images")
+def test_the_plan_counts_the_most_rounds_and_says_how_long_a_trial_lasts() -> None:
+    line = planned(6, 2, 5, 7, 5, 4, ["resnet18", "resnet50"], 2.0)
+    assert line.startswith("planned, at most: 12 trials choosing knobs (6 ways), 25 alone (5 ways), "
+                           "56 feeding 2 model(s) (4 ways): 93 trials of at least 2 s each")
 
 
 def test_agreement_sees_a_channel_swap_and_different_labels() -> None:
