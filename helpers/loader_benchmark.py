@@ -209,11 +209,14 @@ def which_mode(dynamic_over_pipeline: Ratio) -> str:
     return "either, by the code you prefer: these rounds cannot tell the two modes apart"
 
 
-def knob_findings(results: Results) -> str:
-    """What the knobs' rounds showed, each knob's way paired with the same way without it: the
-    knobs that made a loader faster and those that made it slower, by their 95% intervals, and
-    how many the rounds could not tell apart from the way without them."""
-    faster, slower, ties = [], [], 0
+def knob_findings(results: Results, confirmation: Results | None = None,
+                  pick: str | None = None, baseline: str | None = None) -> str:
+    """What the knobs' selection rounds showed, each knob's way paired with the same way without
+    it: the knobs that made a loader faster and those that made it slower, by their 95% intervals,
+    how many the rounds could not tell apart from the way without them, and what their intervals
+    cannot show: that a knob does not help. With ``confirmation``, the picked way (``pick``) over
+    ``baseline`` in those rounds, where the knobs are measured again."""
+    faster, slower, ties = [], [], []
     for w in results.ways:
         if not getattr(w, "against", None):
             continue
@@ -224,12 +227,22 @@ def knob_findings(results: Results) -> str:
         elif r.high < 1:
             slower.append(said)
         else:
-            ties += 1
-    parts = [f"faster with {'; '.join(faster)}" if faster else "no knob made a loader faster by its interval",
+            ties.append(r)
+    rounds = min((len(results.rates(w.name)) for w in results.ways), default=0)
+    parts = [f"faster with {'; '.join(faster)}" if faster else "no knob shown faster by its interval",
              *([f"slower with {'; '.join(slower)}"] if slower else []),
-             f"{ties} other knob setting(s) not told apart from the way without them"]
-    return "- **The knobs**, in their own rounds (each against the same way without it): " + \
-        "; ".join(parts) + "."
+             f"{len(ties)} other knob setting(s) not told apart from the way without them"]
+    text = (f"- **The knobs**, in {rounds} selection round(s) (each against the same way without it): "
+            + "; ".join(parts) + ".")
+    if ties:
+        widest = max(ties, key=lambda r: r.high / max(r.low, 1e-300))
+        text += (f" Intervals from {rounds} round(s) are as wide as {widest}: these rounds can show a "
+                 "large difference, not that a knob does not help.")
+    if confirmation is not None and pick and baseline and pick != baseline:
+        together = confirmation.ratio(pick, baseline)
+        text += (f" The confirmation's {together.trials} rounds measure the knobs again: `{pick}` was "
+                 f"{versus(together, f'`{baseline}`')}.")
+    return text
 
 
 def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str, str],
@@ -238,7 +251,8 @@ def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str,
     tie), dynamic mode against pipeline mode at the same knobs, against the best DataLoader and
     against training alone at its batch size (``references``: ``"same knobs"``, ``"ceiling"``
     and ``"pipeline default"`` name the ways), which mode to pick, and with ``knobs`` (the knobs'
-    rounds) what each knob did."""
+    rounds) what each knob did, with the best dynamic-mode way over ``references["capture"]`` (when
+    given) in the confirmation's rounds."""
     dynamic, loader = picks["dynamic"].best, picks["dataloader"].best
     same = results.ratio(dynamic, references["same knobs"])
     return "\n".join([
@@ -249,7 +263,7 @@ def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str,
         f"- **Pipeline mode** at its best: {_pick_words(results, picks['pipeline'])}; at its defaults "
         f"(`{references['pipeline default']}`) {_rate(results, references['pipeline default'])}.",
         f"- **The DataLoader** at its best: {_pick_words(results, picks['dataloader'])}.",
-        *([knob_findings(knobs)] if knobs is not None else []),
+        *([knob_findings(knobs, results, dynamic, references.get("capture"))] if knobs is not None else []),
         f"- **Pick** for this light model: {which_mode(same)}.",
     ])
 

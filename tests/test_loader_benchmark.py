@@ -198,8 +198,28 @@ def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
     assert f"faster with batch size (`capture b1024`: {faster})" in text
     assert "slower with eager mode (`eager b64`: " in text
     assert "1 other knob setting(s) not told apart" in text
+    assert text.startswith("- **The knobs**, in 3 selection round(s)")
+    tie = results.ratio("capture b128", "capture b64")
+    assert f"Intervals from 3 round(s) are as wide as {tie}: these rounds can show" in text
     picks = {"dynamic": results.pick(["capture b1024"]), "pipeline": results.pick(["capture b64"]),
              "dataloader": results.pick(["eager b64"])}
     references = {"pipeline default": "capture b64", "same knobs": "capture b64", "ceiling": "capture b64"}
     assert text in answer(results, picks, references, knobs=results)
     assert text not in answer(results, picks, references)
+    confirmed = answer(results, picks, {**references, "capture": "capture b64"}, knobs=results)
+    assert (f"The confirmation's 3 rounds measure the knobs again: `capture b1024` was faster than "
+            f"`capture b64` ({faster})") in confirmed
+
+
+def test_two_selection_rounds_never_say_that_no_knob_helps() -> None:
+    """With no knob faster by its interval, the words say what the rounds did not show, not that
+    no knob made a loader faster: two rounds leave wide intervals."""
+    base = way("capture", 64, make, "batch size")
+    ways = [base, way("capture", 1024, make, "batch size", against=base)]
+    results = fake_results({"capture b64": [100, 110], "capture b1024": [150, 100]}, ways)
+    text = knob_findings(results)
+    assert "no knob made a loader faster" not in text
+    assert "no knob shown faster by its interval" in text
+    assert "in 2 selection round(s)" in text and "not that a knob does not help" in text
+    assert f"as wide as {results.ratio('capture b1024', 'capture b64')}" in text
+    assert "confirmation" not in text
