@@ -14,17 +14,19 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import time
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import NamedTuple
 
 import numpy as np
 
-from helpers import video_clips
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
 from helpers.data_sources import DataSourceError
@@ -38,8 +40,10 @@ from helpers.hardware import Sampler
 from helpers.harness import Harness
 from helpers.harness import Results
 from helpers.harness import Way
+from helpers.harness import steady_seconds
 from helpers.parameters import ParameterError
 from helpers.parameters import at_least
+from helpers.parameters import positive_int
 from helpers.parameters import positive_ints
 from helpers.parameters import reject_unknown_parameters
 from helpers.paths import relative
@@ -49,6 +53,9 @@ from helpers.video_sources import check_video_folder
 from helpers.video_sources import locate_videos
 from helpers.video_sources import native_log
 from helpers.video_sources import probe_video
+
+if TYPE_CHECKING:  # torch comes with it: imported where it is used, so that the probe's processes start
+    from helpers import video_clips  # without it
 
 NOTEBOOK = "07-video-clips.ipynb"
 GOAL_GOP = 64  # section 5: the same videos with keyframes this far apart
@@ -79,7 +86,7 @@ POSITIVE = (
     "readers",
     "frames",
 )
-GOALS = {"fed": 0.85, "alone": 5, "limit": 0.85, "threads": 0.95, "hevc": 0.95}
+GOALS = {"fed": 0.85, "alone": 5, "limit": 0.90, "threads": 0.95, "hevc": 0.95}
 
 
 class Settings(NamedTuple):
@@ -115,6 +122,12 @@ class Settings(NamedTuple):
     sweep_trials: int
     video_dir: str | None
     resolution: str | None
+    # straight-through decoding (a reference): runs of run_frames frames, run_readers readers,
+    # run_batch runs a batch
+    run_frames: int
+    run_readers: int
+    run_batch: int
+    min_seconds: float  # a trial's least duration (helpers.harness)
 
 
 def size_of(text: str, name: str) -> tuple[int, int]:
@@ -154,13 +167,23 @@ def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
         **{k: given[k] if given[k] is not None else v[0 if on_gpu else 1] for k, v in DEFAULTS.items()},
     }
     sampler = Sampler()  # NVML: the GPU's engines during each trial (none on a CPU: it says so)
-    p["readers"] = p["readers"] or (video_decoders(sampler.name) if on_gpu else cores)
+    default_readers = ""  # what a None ``readers`` stands for, said when it is lowered
+    if p["readers"] is None:
+        p["readers"] = video_decoders(sampler.name) if on_gpu else cores
+        default_readers = f"{p['readers']} ({'one per video decoder' if on_gpu else 'one per core'})"
     p["step"] = p["step"] or p["gop"]
     at_least(p, dict.fromkeys(POSITIVE, 1))
-    reader_counts = positive_ints(
-        "reader_counts",
-        p["reader_counts"] or sorted({n for n in (1, 2, 4) if n < p["readers"]} | {p["readers"]}),
-    )
+    try:
+        min_seconds = steady_seconds(given["min_seconds"], on_gpu)
+    except ValueError as error:
+        raise ParameterError(str(error)) from None
+    if p["reader_counts"] is not None:
+        positive_ints("reader_counts", p["reader_counts"])
+    if p["pyav_clips"] is not None and positive_int("pyav_clips", p["pyav_clips"]) < p["batch_size"]:
+        raise ParameterError(
+            f"pyav_clips={p['pyav_clips']}: fewer clips than one batch (batch_size={p['batch_size']}), so "
+            f"decoders.video would time no batch; pyav_clips at least {p['batch_size']}, or None"
+        )
     workers = positive_ints(
         "dataloader_workers", p["dataloader_workers"] or sorted({max(1, cores // 2), cores})
     )
@@ -185,6 +208,26 @@ def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
     except DataSourceError as error:
         raise DataSourceError(f"video_dir: {error}") from None
     print(folder.describe())
+    frames_of = [v.frames for v in folder.videos]
+    per_video = partial(clip_count, clip_frames=p["clip_frames"], stride=p["stride"], step=p["step"])
+    sets = {"video_dir" if p["video_dir"] is not None else "the embedded set": per_video(frames_of)}
+    if p["video_dir"] is None:  # section 6 reads smaller builds of the embedded set with the same readers
+        for w, h, _ in sweep:
+            videos = len(folder.classes) * max(1, p["videos_per_class"] // 2)
+            sets[f"the sweep's {w}x{h} set"] = per_video([p["frames"]] * videos)
+    fitted = fit_to_shards(
+        sets,
+        batch_size=p["batch_size"],
+        readers=p["readers"],
+        reader_counts=p["reader_counts"],
+        given={k: given[k] is not None for k in ("batch_size", "readers")},
+        default_readers=default_readers,
+    )
+    p["batch_size"], p["readers"] = fitted.batch_size, fitted.readers
+    reader_counts = fitted.reader_counts or sorted(
+        {n for n in (1, 2, 4) if n < p["readers"]} | {p["readers"]}
+    )
+    run = straight_through_plan(frames_of, gop=p["gop"], readers=p["readers"], batch_size=p["batch_size"])
     print(
         f"{p['readers']} readers at most (reader counts compared: {reader_counts}); "
         f"GPU: {sampler.name or 'none'}"
@@ -219,7 +262,83 @@ def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
         p["sweep_trials"],
         None if p["video_dir"] is None else relative(p["video_dir"]),
         given["resolution"],
+        *run,
+        min_seconds,
     )
+
+
+def clip_count(frames: Sequence[int], *, clip_frames: int, stride: int, step: int) -> int:
+    """The clips DALI's experimental reader cuts from videos of ``frames`` frames (the legacy
+    reader may cut one more a video: it needs one frame fewer)."""
+    from helpers import video_clips
+
+    return sum(len(video_clips.clip_starts(n, clip_frames, stride, step)) for n in frames)
+
+
+class Fitted(NamedTuple):
+    batch_size: int
+    readers: int
+    reader_counts: list[int] | None  # None: the default, made from ``readers``
+
+
+def fit_to_shards(
+    sets: Mapping[str, int],
+    *,
+    batch_size: int,
+    readers: int,
+    reader_counts: Sequence[int] | None,
+    given: Mapping[str, bool],
+    default_readers: str = "",
+    say: Callable[[str], None] = print,
+) -> Fitted:
+    """The batch size and reader counts that every set of ``sets`` (``{label: its clips}``) can
+    shard: DALI 2.4 refuses more shards than samples (``Assert on "num_shards_ <= Size()"``, raised
+    at the first batch), and a shard smaller than a batch makes each of its batches mostly padding
+    (``pad_last_batch``: repeats of its last clip). ``N`` readers give the smallest shard
+    ``clips // N`` clips, so each holds a batch while ``N <= clips // batch_size``. A value the
+    user gave (``given[name]``) that cannot work is refused naming the parameter and the largest
+    value that works; a default is lowered, with a printed line."""
+    label, clips = min(sets.items(), key=lambda item: item[1])
+    has = f"{label} has {clips} clip{'s' * (clips != 1)}"
+    if batch_size > clips:
+        if given["batch_size"]:
+            raise ParameterError(
+                f"batch_size={batch_size}: {has}, fewer than one batch; batch_size at most {clips}, or more "
+                "or longer videos (or fewer clip frames: clip_frames, stride, step)"
+            )
+        say(f"batch_size lowered from its default {batch_size} to {clips}: {has}")
+        batch_size = clips
+    most = clips // batch_size
+    if readers > most:
+        shard = f"{readers} readers, one shard each, leave {clips // readers} clip(s) in the smallest shard"
+        if given["readers"]:
+            raise ParameterError(
+                f"readers={readers}: {has}, and {shard}, fewer than a batch (batch_size={batch_size}); "
+                f"readers at most {most}, or a smaller batch_size"
+            )
+        say(
+            f"readers lowered from its default {default_readers or readers} to {most}: {has}, "
+            f"and each reader's shard must hold a batch of {batch_size}"
+        )
+        readers = most
+    if reader_counts is not None and max(reader_counts) > most:
+        raise ParameterError(
+            f"reader_counts={list(reader_counts)}: {has}, so a shard holds a batch of {batch_size} for "
+            f"{most} readers at most; reader counts at most {most}"
+        )
+    return Fitted(batch_size, readers, None if reader_counts is None else list(reader_counts))
+
+
+def straight_through_plan(
+    frames: Sequence[int], *, gop: int, readers: int, batch_size: int
+) -> tuple[int, int, int]:
+    """Straight-through decoding's ``(run_frames, readers, batch)``: runs of two GOPs (at most the
+    shortest video), ``readers`` readers (at most one a run) and half a batch (at most what
+    the smallest shard holds), so that its shards are never smaller than a batch either."""
+    run_frames = min(2 * gop, min(frames))
+    runs = sum(n // run_frames for n in frames)
+    run_readers = min(readers, runs)
+    return run_frames, run_readers, max(1, min(batch_size // 2, runs // run_readers))
 
 
 # --- what a clip costs a decoder ---------------------------------------------------------------
@@ -236,6 +355,8 @@ def clips_and_cost(
 ) -> tuple[list[video_clips.Clip], float]:
     """Every clip the readers cut from ``files`` (:func:`helpers.video_clips.clip_list`), and the
     mean of the frames each costs a decoder from its keyframe (PyAV reads the keyframes)."""
+    from helpers import video_clips
+
     clips = video_clips.clip_list(files, labels, frames, clip_frames=clip_frames, stride=stride, step=step)
     keys = {Path(f): keyframes(Path(f)) for f in files}
     cost = statistics.mean(
@@ -277,6 +398,8 @@ def frames_per_clip(
 ) -> dict[str, float]:
     """The frames a clip costs a decoder, by kind of way: the readers and PyAV from the keyframe
     before it, ``decoders.video`` from the file's first frame, straight-through decoding a run."""
+    from helpers import video_clips
+
     from_start = statistics.mean(c.start + video_clips.clip_span(clip_frames, stride) for c in part)
     return {"pyav": cost, "dali": cost, "pipeline": cost, "limit": run_frames, "decoders.video": from_start}
 
@@ -298,20 +421,34 @@ def busy(results: Results, name: str, key: str = "nvdec_pct") -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def alone_table(alone: Results, limit: str, per_clip: Mapping[str, float]) -> Any:
+def alone_table(
+    alone: Results, limit: str, per_clip: Mapping[str, float], probe: DecodeLimit | None = None
+) -> Any:
     """The harness's table of the ways alone, with the frames a clip costs by its rule and the
-    decoded frames/s as a share of straight-through decoding."""
+    decoded frames/s as a share of straight-through decoding (a reference) and, where the probe
+    ran (``decode_limit``), of NVDEC's measured limit."""
     table = alone.table()
     table["frames / clip (rule)"] = [round(per_clip[w.kind], 1) for w in alone.ways]
+    if probe is not None:
+        table["share of NVDEC's limit"] = [str(probe.share(alone, w.name, per_clip)) for w in alone.ways]
     table["share of straight-through"] = [
         str(decoded_share(alone, w.name, limit, per_clip)) for w in alone.ways
     ]
     return table
 
 
-def limit_sentence(alone: Results, limit: str, per_clip: Mapping[str, float]) -> str:
-    """Whether straight-through decoding bounded the other ways, decided by decoded frames/s and
-    their intervals (NVDEC's readings are reported beside it, not used to decide)."""
+def limit_sentence(
+    alone: Results, limit: str, per_clip: Mapping[str, float], probe: DecodeLimit | None = None
+) -> str:
+    """Where the probe ran (``decode_limit``): the measured limit and the busiest way's share of
+    it. Then whether straight-through decoding, a reference, bounded the other ways, decided by
+    decoded frames/s and their intervals (NVDEC's readings are reported beside it, not used to
+    decide)."""
+    first = ""
+    if probe is not None:
+        shares = {w.name: probe.share(alone, w.name, per_clip) for w in alone.ways if w.name != limit}
+        top = max(shares, key=lambda n: shares[n].ratio)
+        first = f"{probe.sentence()} The most of it: `{top}`, {shares[top]} of the limit. "
     shares = {w.name: decoded_share(alone, w.name, limit, per_clip) for w in alone.ways if w.name != limit}
     above = {n: r for n, r in shares.items() if r.low > 1}
     nearest = max(shares, key=lambda n: shares[n].ratio)
@@ -338,7 +475,10 @@ def limit_sentence(alone: Results, limit: str, per_clip: Mapping[str, float]) ->
             f" (NVDEC busy: straight-through {nvdec.get(limit, 0):.0f}%, the busiest way, `{busiest}`, "
             f"{nvdec[busiest]:.0f}%)"
         )
-    return f"Decoded frames/s, by the rule's frames a clip: {said}."
+    return (
+        f"{first}Decoded frames/s, by the rule's frames a clip, against straight-through decoding "
+        f"(a reference): {said}."
+    )
 
 
 def show_alone(
@@ -364,6 +504,307 @@ def show_alone(
         f"{clip_size}px, {len(alone.rates(dali[0]))} rounds",
     )
     plt.show()
+
+
+# --- NVDEC's limit, measured: the probe -----------------------------------------------------------
+
+PROBE_BUSY_PCT = 97.0  # NVDEC at least this busy: the decoders, not the loader, are the bound
+PROBE_BUDGET_S = 60.0
+PROBE_PREFETCH = 2  # the probe's pipelines' prefetch queue: the batches made while a process waits
+
+
+class ProbeError(RuntimeError):
+    """The decode-limit probe could not measure; the message names the probe and says why."""
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """What each process of the probe reads: 07's clip pattern over ``root`` (picklable: spawn)."""
+
+    root: str
+    clip_frames: int
+    stride: int
+    step: int
+    batch_size: int
+    clip_size: int
+    threads: int
+    seed: int
+    device_id: int
+    warmup: int  # batches before the process says it is ready
+    batches: int  # batches timed, after the ``PROBE_PREFETCH`` made while it waited
+    wait_s: float  # how long a ready process waits for the start
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One run of the probe: ``processes`` processes decoded ``clips`` in ``seconds`` (from the
+    first one's start to the last one's end), NVDEC ``nvdec_pct`` busy meanwhile."""
+
+    processes: int
+    clips: int
+    seconds: float
+    nvdec_pct: float | None
+    wall_s: float  # the whole run: starting the processes to the last result
+
+    @property
+    def clips_per_s(self) -> float:
+        return self.clips / self.seconds
+
+
+def combine(timings: Sequence[Mapping[str, float]]) -> tuple[int, float]:
+    """The processes' clips and the seconds from the first start to the last end (each timing
+    ``{"clips", "start", "end"}`` on the machine's monotonic clock): a rate that counts the ends
+    where fewer processes still decode, so it does not overstate the limit."""
+    if not timings:
+        raise ProbeError("decode-limit probe: no process reported a timing")
+    seconds = max(t["end"] for t in timings) - min(t["start"] for t in timings)
+    if seconds <= 0:
+        raise ProbeError(f"decode-limit probe: the processes' timings span {seconds} s")
+    return int(sum(t["clips"] for t in timings)), seconds
+
+
+@dataclass
+class DecodeLimit:
+    """NVDEC's limit as the probe measured it: the run that decoded the most frames/s (clips/s
+    times ``frames_per_clip``, the rule's mean cost of a clip), and whether NVDEC read at least
+    ``PROBE_BUSY_PCT`` busy in it (if not, the figure is a lower bound of the limit)."""
+
+    runs: list[ProbeRun]
+    frames_per_clip: float
+    busy_pct: float = PROBE_BUSY_PCT
+
+    @property
+    def best(self) -> ProbeRun:
+        return max(self.runs, key=lambda r: r.clips_per_s)
+
+    @property
+    def frames_per_s(self) -> float:
+        return self.best.clips_per_s * self.frames_per_clip
+
+    @property
+    def reached(self) -> bool:
+        return self.best.nvdec_pct is not None and self.best.nvdec_pct >= self.busy_pct
+
+    def share(self, results: Results, name: str, per_clip: Mapping[str, float]) -> Ratio:
+        """A way's decoded frames/s (its clips/s times its kind's frames a clip) over the limit,
+        with the interval of the way's rate (the limit is one measurement: no interval of its own)."""
+        rate, low, high = results.estimate(name)
+        k = per_clip[results.way(name).kind] / self.frames_per_s
+        return Ratio(rate * k, low * k, high * k, len(results.rates(name)), False)
+
+    def sentence(self) -> str:
+        b = self.best
+        nvdec = "NVDEC not read" if b.nvdec_pct is None else f"NVDEC {b.nvdec_pct:.0f}% busy"
+        found = (
+            f"NVDEC's limit, measured: {b.processes} processes of the legacy reader, one shard each, decoded "
+            f"{self.frames_per_s:,.0f} frames/s ({b.clips_per_s:,.1f} clips/s of {self.frames_per_clip:.1f} "
+            f"frames) at {nvdec}"
+        )
+        if self.reached:
+            return found + "."
+        return found + f", below {self.busy_pct:.0f}%: a lower bound of the limit, not the limit."
+
+    def as_record(self) -> dict[str, Any]:
+        return {
+            "frames_per_s": self.frames_per_s,
+            "clips_per_s": self.best.clips_per_s,
+            "frames_per_clip": self.frames_per_clip,
+            "processes": self.best.processes,
+            "nvdec_pct": self.best.nvdec_pct,
+            "reached": self.reached,
+            "busy_pct": self.busy_pct,
+            "runs": [{**vars(r), "clips_per_s": r.clips_per_s} for r in self.runs],
+        }
+
+
+def _probe_child(
+    worker: Callable[..., Any], spec: ProbeSpec, shard: int, shards: int, go: Any, out: Any
+) -> None:
+    """A probe process: ``worker(spec, shard, shards, ready)`` warms up, calls ``ready()`` (which
+    waits for the parent's start), times its batches and returns ``{"clips", "start", "end"}``."""
+
+    def ready() -> None:
+        out.put(("ready", shard, None))
+        if not go.wait(spec.wait_s):
+            raise ProbeError(f"not started within {spec.wait_s:.0f} s of being ready")
+
+    try:
+        out.put(("done", shard, dict(worker(spec, shard, shards, ready))))
+    except BaseException as error:  # noqa: BLE001  (reported to the parent, which raises it)
+        out.put(("error", shard, f"{type(error).__name__}: {error}"))
+
+
+def _gather(out: Any, procs: Sequence[Any], tag: str, deadline: float, what: str) -> dict[int, Any]:
+    """One ``tag`` message from every process, before ``deadline``; a process's error, a process
+    that exits without one, or the deadline raises ``ProbeError`` naming the probe."""
+    import queue
+
+    got: dict[int, Any] = {}
+    while len(got) < len(procs):
+        try:
+            kind, shard, payload = out.get(timeout=0.2)
+        except queue.Empty:
+            gone = [i for i, p in enumerate(procs) if i not in got and p.exitcode is not None]
+            if gone:  # its last message may still be in the pipe: one more look
+                try:
+                    kind, shard, payload = out.get(timeout=1.0)
+                except queue.Empty:
+                    i = gone[0]
+                    raise ProbeError(
+                        f"decode-limit probe, {len(procs)} processes: process {i} exited (status "
+                        f"{procs[i].exitcode}) before it was {what}"
+                    ) from None
+            elif time.monotonic() > deadline:
+                raise ProbeError(
+                    f"decode-limit probe, {len(procs)} processes: {len(procs) - len(got)} not {what} "
+                    "within its time limit"
+                ) from None
+            else:
+                continue
+        if kind == "error":
+            raise ProbeError(f"decode-limit probe, {len(procs)} processes: process {shard} failed: {payload}")
+        if kind == tag:
+            got[shard] = payload
+    return got
+
+
+def probe_once(
+    spec: ProbeSpec, processes: int, *, worker: Callable[..., Any], sampler: Any, timeout_s: float
+) -> ProbeRun:
+    """``processes`` spawned processes, process ``i`` running ``worker`` on shard ``i``; once every
+    one is warmed up and ready they start together, and the parent samples the hardware
+    (``sampler.sample()``) until each has reported its timing. Every process is ended on the way
+    out; ``timeout_s`` bounds the whole run."""
+    import multiprocessing
+
+    begun = time.monotonic()
+    deadline = begun + timeout_s
+    context = multiprocessing.get_context("spawn")  # fresh processes: no copy of this one's CUDA state
+    go, out = context.Event(), context.Queue()
+    procs = [
+        context.Process(
+            target=_probe_child, args=(worker, spec, i, processes, go, out), daemon=True,
+            name=f"decode-limit probe {i}",
+        )
+        for i in range(processes)
+    ]
+    try:
+        for proc in procs:
+            proc.start()
+        _gather(out, procs, "ready", deadline, "ready")
+        with sampler.sample() as busy:
+            go.set()
+            timings = _gather(out, procs, "done", deadline, "done")
+        clips, seconds = combine(list(timings.values()))
+        return ProbeRun(processes, clips, seconds, busy.mean("nvdec_pct"), time.monotonic() - begun)
+    finally:
+        for proc in procs:
+            proc.join(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        out.close()
+
+
+def measure_limit(
+    spec: ProbeSpec,
+    counts: Sequence[int],
+    *,
+    frames_per_clip: float,
+    worker: Callable[..., Any],
+    sampler: Any,
+    budget_s: float = PROBE_BUDGET_S,
+    busy_pct: float = PROBE_BUSY_PCT,
+    say: Callable[[str], None] = print,
+    run_once: Callable[..., ProbeRun] = probe_once,
+) -> DecodeLimit:
+    """The probe (``run_once``: :func:`probe_once`) at each process count of ``counts`` in turn
+    until NVDEC reads ``busy_pct`` busy, within ``budget_s`` in all: the first count may use it
+    all; a later one runs only when the budget left is at least 1.5 times the last run's whole
+    time."""
+    began, runs = time.monotonic(), []
+    for processes in counts:
+        left = budget_s - (time.monotonic() - began)
+        if runs and left < 1.5 * runs[-1].wall_s:
+            say(f"decode-limit probe: {processes} processes not tried: {left:.0f} s of {budget_s:.0f} s left")
+            break
+        run = run_once(spec, processes, worker=worker, sampler=sampler, timeout_s=left)
+        runs.append(run)
+        nvdec = "not read" if run.nvdec_pct is None else f"{run.nvdec_pct:.0f}% busy"
+        say(
+            f"decode-limit probe: {processes} processes, {run.clips_per_s * frames_per_clip:,.0f} frames/s, "
+            f"NVDEC {nvdec} ({run.wall_s:.0f} s)"
+        )
+        if run.nvdec_pct is not None and run.nvdec_pct >= busy_pct:
+            break
+    return DecodeLimit(runs, frames_per_clip, busy_pct)
+
+
+def legacy_reader_worker(
+    spec: ProbeSpec, shard: int, shards: int, ready: Callable[[], None]
+) -> dict[str, float]:
+    """One probe process on a GPU: pipeline mode's legacy ``fn.readers.video`` on shard ``shard`` of
+    ``shards`` (07's clip pattern, shuffled, ``pad_last_batch=False``: every clip a real one) and
+    ``fn.resize``, as 07's pipelines; ``spec.warmup`` batches, ``ready()``, the batches made while
+    it waited handed over untimed, then ``spec.batches`` timed, the last copied to the host so that
+    the timer stops after the GPU has finished it."""
+    from nvidia.dali import fn
+    from nvidia.dali import pipeline_def
+
+    @pipeline_def
+    def clips() -> Any:
+        frames, labels = fn.readers.video(
+            device="gpu", file_root=spec.root, sequence_length=spec.clip_frames, stride=spec.stride,
+            step=spec.step, random_shuffle=True, seed=spec.seed + shard, num_shards=shards, shard_id=shard,
+            stick_to_shard=True, pad_last_batch=False, file_list_include_preceding_frame=False, name="Reader",
+        )
+        return fn.resize(frames, resize_x=spec.clip_size, resize_y=spec.clip_size), labels
+
+    pipe = clips(batch_size=spec.batch_size, num_threads=spec.threads, device_id=spec.device_id,
+                 seed=spec.seed + shard, prefetch_queue_depth=PROBE_PREFETCH)
+    pipe.build()
+    for _ in range(spec.warmup):
+        outputs = pipe.run()
+    outputs[0].as_cpu()
+    ready()
+    for _ in range(PROBE_PREFETCH):  # made while this process waited: not timed
+        pipe.run()
+    start = time.monotonic()
+    for _ in range(spec.batches):
+        outputs = pipe.run()
+    outputs[0].as_cpu()  # waits for the last batch's work on the GPU
+    end = time.monotonic()
+    return {"clips": spec.batches * spec.batch_size, "start": start, "end": end}
+
+
+def decode_limit(
+    s: Settings,
+    clips: int,
+    frames_per_clip: float,
+    *,
+    batches: int = 16,
+    warmup: int = 3,
+    budget_s: float = PROBE_BUDGET_S,
+    worker: Callable[..., Any] = legacy_reader_worker,
+) -> DecodeLimit | None:
+    """NVDEC's limit for 07's clips, measured where NVDEC is the bound: the legacy reader in more
+    processes than the GPU has video decoders (2x, then 3x while NVDEC reads under
+    ``PROBE_BUSY_PCT``), one shard each (at most one process a clip of the ``clips``), each
+    timing ``batches`` batches after a warm-up, all at once; about ``budget_s`` in all. None on
+    a CPU (a printed line says it is skipped)."""
+    if not s.on_gpu:
+        print(skip_message("the decode-limit probe (NVDEC's limit, the legacy readers.Video)"))
+        return None
+    engines = video_decoders(s.sampler.name)
+    counts = sorted({min(clips, k * engines) for k in (2, 3)})
+    spec = ProbeSpec(
+        str(s.folder.root), s.clip_frames, s.stride, s.step, s.batch_size, s.clip_size, s.threads, s.seed,
+        s.device_id or 0, warmup, batches, budget_s,
+    )
+    return measure_limit(
+        spec, counts, frames_per_clip=frames_per_clip, worker=worker, sampler=s.sampler, budget_s=budget_s
+    )
 
 
 # --- sections 5 and 6: the best ways over other builds of the embedded set ---------------------
@@ -512,6 +953,8 @@ def bad_folder(s: Settings, files: Sequence[Path]) -> tuple[str, str]:
     and what ``check_video_folder`` says (printed; returned for the record)."""
     import nvidia.dali.experimental.dynamic as ndd
 
+    from helpers import video_clips
+
     root, classes = s.folder.root, s.folder.classes
     broken = Path(os.path.relpath(work_folder("nb07-bad-videos")))  # build/nb07-bad-videos, removed below
     for cls in classes[:2]:
@@ -579,22 +1022,30 @@ class Roles:
     ceiling: str = "training alone (ceiling)"
 
 
+LIMIT_GOAL = "alone: best DALI's decoded frames/s / NVDEC's measured limit"
+
+
 def goals(
-    alone: Results, fed: Results, roles: Roles, per_clip: Mapping[str, float], hevc: Ratio | None
+    alone: Results,
+    fed: Results,
+    roles: Roles,
+    per_clip: Mapping[str, float],
+    hevc: Ratio | None,
+    probe: DecodeLimit | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The notebook's goals (set for an H200 at its defaults), each a ``Ratio.goal`` record."""
+    """The notebook's goals (set for an H200 at its defaults), each a ``Ratio.goal`` record; the
+    share of NVDEC's limit only where the probe measured it (a GPU)."""
     found = {
         "fed: best DALI / training alone": fed.ratio(roles.best_dali, roles.ceiling).goal(GOALS["fed"]),
         "alone: best DALI / best PyAV DataLoader": alone.ratio(roles.best_dali, roles.best_pyav).goal(
             GOALS["alone"]
         ),
-        "alone: best DALI's decoded frames/s / straight-through decoding": decoded_share(
-            alone, roles.best_dali, roles.limit, per_clip
-        ).goal(GOALS["limit"]),
         "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": alone.ratio(
             roles.threads, roles.pipeline
         ).goal(GOALS["threads"]),
     }
+    if probe is not None:
+        found[LIMIT_GOAL] = probe.share(alone, roles.best_dali, per_clip).goal(GOALS["limit"])
     if hevc is not None:
         found["fed, HEVC: best DALI / training alone"] = hevc.goal(GOALS["hevc"])
     return found
@@ -605,14 +1056,29 @@ def _nvdec(results: Results, name: str) -> str:
     return "" if value is None else f" at NVDEC {value:.0f}% busy"
 
 
+def _busy_words(probe: DecodeLimit) -> str:
+    if probe.best.nvdec_pct is None:
+        return " (NVDEC not read)"
+    bound = "" if probe.reached else f", under {probe.busy_pct:.0f}%: a lower bound"
+    return f" at NVDEC {probe.best.nvdec_pct:.0f}% busy{bound}"
+
+
 def _as_table(rate: float) -> str:
     """A rate as ``Results.table()`` shows it: one decimal under 100, none from 100 on."""
     return f"{rate:,.1f}" if rate < 100 else f"{rate:,.0f}"
 
 
-def answer(alone: Results, fed: Results, roles: Roles, pick: Any, per_clip: Mapping[str, float]) -> str:
-    """The conclusion's answer, from this run's intervals: the readers, DALI's ways against PyAV,
-    the model fed, and what to pick (the way that fed it the most, or a tie)."""
+def answer(
+    alone: Results,
+    fed: Results,
+    roles: Roles,
+    pick: Any,
+    per_clip: Mapping[str, float],
+    probe: DecodeLimit | None = None,
+) -> str:
+    """The conclusion's answer, from this run's intervals: the readers, their share of NVDEC's
+    measured limit (where the probe ran), DALI's ways against PyAV, the model fed, and what to
+    pick (the way that fed it the most, or a tie)."""
     r = roles
     one, best = alone.estimate(r.one_reader)[0], alone.estimate(r.best_dali)[0]
     lines = [
@@ -624,6 +1090,15 @@ def answer(alone: Results, fed: Results, roles: Roles, pick: Any, per_clip: Mapp
             + versus(alone.ratio(r.best_dali, r.one_reader), "one reader")
         )
         + f". The pick of the dynamic-mode ways: {pick}.",
+        *(
+            []
+            if probe is None
+            else [
+                f"- **NVDEC's limit**, measured by {probe.best.processes} processes of the legacy reader: "
+                f"{probe.frames_per_s:,.0f} frames/s{_busy_words(probe)}; the best dynamic-mode way alone "
+                f"decoded {probe.share(alone, r.best_dali, per_clip)} of it."
+            ]
+        ),
         f"- **Against PyAV** in a DataLoader (`{r.best_pyav}`), the best dynamic-mode way alone was "
         + versus(alone.ratio(r.best_dali, r.best_pyav), "it")
         + "; `decoders.video` over the files' bytes was "
@@ -657,7 +1132,7 @@ def answer(alone: Results, fed: Results, roles: Roles, pick: Any, per_clip: Mapp
 
 RECORDED = ("video_dir", "device", "codec", "resolution", "gop", "frames", "videos", "clip_frames", "stride",
             "step", "clip_size", "batch_size", "readers", "reader_counts", "threads", "dataloader_workers",
-            "pyav_clips", "decoder_threads", "trials", "sweep", "sweep_trials", "seed")
+            "pyav_clips", "decoder_threads", "trials", "min_seconds", "sweep", "sweep_trials", "seed")
 
 
 def parameters_of(s: Settings, pyav_clips: int, videos: int) -> dict[str, Any]:
@@ -678,6 +1153,7 @@ def record(
     sweep: Sweep,
     found_goals: Mapping[str, Any],
     checks: Mapping[str, Any],
+    probe: DecodeLimit | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The notebook's ``(headline, results)``: every trial of every harness run, the picks, the
     goals and what the checks found (``checks``: alignment, clips_checked, captured, folder_check,
@@ -689,7 +1165,9 @@ def record(
         "pyav_alone_clips_s": alone.estimate(r.best_pyav)[0],
         "ceiling_clips_s": fed.estimate(r.ceiling)[0],
         "best_dali_fed_clips_s": fed.estimate(r.best_dali)[0],
-        "decode_limit_fps": alone.estimate(r.limit)[0] * per_clip["limit"],
+        "nvdec_limit_fps": None if probe is None else probe.frames_per_s,
+        "nvdec_limit_pct": None if probe is None else probe.best.nvdec_pct,
+        "straight_through_fps": alone.estimate(r.limit)[0] * per_clip["limit"],
         "best_dali_nvdec_pct": busy(alone, r.best_dali),
         "decoded_frames_per_clip": per_clip["dali"],
         "dali_over_pyav_alone": found_goals["alone: best DALI / best PyAV DataLoader"]["ratio"],
@@ -711,6 +1189,7 @@ def record(
             "best DataLoader tied with": list(picks["pyav"].ties),
         },
         "frames_per_clip": dict(per_clip),
+        "decode_limit": None if probe is None else probe.as_record(),
         "variants": {**variants.alone.as_record(), "frames_per_clip": variants.costs},
         "alignment": {way: vars(a) for way, a in checks["alignment"].items()},
         "clips_checked": checks["clips_checked"],
@@ -720,7 +1199,7 @@ def record(
         "goals": dict(found_goals),
         "sweep": sweep.as_record(s.sweep),
         "tables": {
-            "alone": rows(alone_table(alone, r.limit, per_clip)),
+            "alone": rows(alone_table(alone, r.limit, per_clip, probe)),
             "fed": rows(fed.table()),
             "variants": rows(variants.table()),
             "sweep": rows(sweep.table()),
@@ -732,6 +1211,18 @@ def record(
 __all__ = [
     "DEFAULTS",
     "GOALS",
+    "LIMIT_GOAL",
+    "DecodeLimit",
+    "ProbeError",
+    "ProbeRun",
+    "ProbeSpec",
+    "combine",
+    "decode_limit",
+    "fit_to_shards",
+    "measure_limit",
+    "probe_once",
+    "straight_through_plan",
+    "clip_count",
     "GOAL_GOP",
     "Roles",
     "Settings",
@@ -798,6 +1289,7 @@ def full_size_clips(s: Settings, way: str, path: Path, starts: Sequence[int], st
 def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) -> Any:
     """PyAV in ``workers`` DataLoader workers (notebook 05's DataLoader settings), decoding
     ``clips`` resized to ``clip_size``, each batch moved to the model's device."""
+    from helpers import video_clips
     from helpers.loaders import DataLoaderFeed
 
     def on_device(frames: Any, labels: Any) -> tuple[Any, Any]:
@@ -815,9 +1307,10 @@ def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) ->
     )
 
 
-def straight_through(s: Settings, run_frames: int) -> Any:
-    """Straight-through decoding: ``readers`` eager readers, one shard each, decoding every video
-    in runs of ``run_frames`` frames from a keyframe, nothing skipped, resized or copied."""
+def straight_through(s: Settings) -> Any:
+    """Straight-through decoding, a reference: ``s.run_readers`` eager readers, one shard each,
+    decoding every video in runs of ``s.run_frames`` frames from a keyframe, ``s.run_batch`` runs a
+    batch, nothing skipped, resized or copied (``straight_through_plan``)."""
     import nvidia.dali.experimental.dynamic as ndd
 
     from helpers.loaders import DynamicFeed
@@ -831,9 +1324,9 @@ def straight_through(s: Settings, run_frames: int) -> Any:
             reader = reader_of(
                 device=s.decode_on,
                 file_root=str(s.folder.root),
-                sequence_length=run_frames,
-                step=run_frames,
-                num_shards=s.readers,
+                sequence_length=s.run_frames,
+                step=s.run_frames,
+                num_shards=s.run_readers,
                 shard_id=shard,
                 stick_to_shard=True,
                 pad_last_batch=True,
@@ -842,7 +1335,7 @@ def straight_through(s: Settings, run_frames: int) -> Any:
             super().__init__(
                 reader,
                 ndd.EvalContext(num_threads=s.threads, device_id=s.device_id),
-                batch_size=max(1, s.batch_size // 2),
+                batch_size=s.run_batch,
                 capture=False,
                 name=f"runs, shard {shard}",
             )
@@ -852,7 +1345,7 @@ def straight_through(s: Settings, run_frames: int) -> Any:
             labels = labels.torch().view(-1)
             return labels, labels
 
-    return ShardedFeed([Runs(i) for i in range(s.readers)], name="straight through")
+    return ShardedFeed([Runs(i) for i in range(s.run_readers)], name="straight through")
 
 
 def roles_and_captured(

@@ -3,6 +3,11 @@ results (each worded by its interval), its tables and its record, on small fake 
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+import time
+
 import pytest
 
 from helpers import video_feeding
@@ -160,12 +165,13 @@ def test_the_goals_and_the_record_hold_the_ratios_of_the_recorded_trials() -> No
         },
         fed=True,
     )
-    goals = video_feeding.goals(results, fed, ROLES, PER_CLIP, None)
+    probe = video_feeding.DecodeLimit([_run(14, 110, 1.0, 98.0)], frames_per_clip=10.0)
+    goals = video_feeding.goals(results, fed, ROLES, PER_CLIP, None, probe)
     assert list(goals) == [
         "fed: best DALI / training alone",
         "alone: best DALI / best PyAV DataLoader",
-        "alone: best DALI's decoded frames/s / straight-through decoding",
         "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers",
+        "alone: best DALI's decoded frames/s / NVDEC's measured limit",
     ]
     assert goals["alone: best DALI / best PyAV DataLoader"]["ratio"] == pytest.approx(
         results.ratio("DALI, 2 readers", "PyAV, 2 workers").ratio
@@ -191,9 +197,13 @@ def test_the_goals_and_the_record_hold_the_ratios_of_the_recorded_trials() -> No
             "folder_check": "",
             "dali_on_bad_files": "",
         },
+        probe=probe,
     )
     assert set(headline) <= set(labels)
-    assert headline["decode_limit_fps"] == pytest.approx(results.estimate(LIMIT)[0] * 20)
+    assert headline["straight_through_fps"] == pytest.approx(results.estimate(LIMIT)[0] * 20)
+    assert headline["nvdec_limit_fps"] == pytest.approx(1100) and headline["nvdec_limit_pct"] == 98.0
+    assert record["decode_limit"]["processes"] == 14
+    assert "share of NVDEC's limit" in record["tables"]["alone"][0]
     assert record["readers_of_way"]["DALI, 1 reader"] == 1 and record["goals"] == goals
 
 
@@ -231,3 +241,201 @@ def test_the_recorded_parameters_are_the_resolved_ones_with_the_sweep_as_given()
     assert list(found) == list(video_feeding.RECORDED)
     assert found["sweep"] == ["480x272/16"] and found["pyav_clips"] == 14 and found["videos"] == 42
     assert found["clip_frames"] == 8 and found["device"] == "cpu"
+
+
+# --- item: a folder too small for the reader count (fit_to_shards, straight_through_plan) ----------
+
+
+def _fit(clips: int, batch_size: int, readers: int, reader_counts=None, *, given: bool = True, **options):
+    return video_feeding.fit_to_shards({"video_dir": clips}, batch_size=batch_size, readers=readers,
+                                       reader_counts=reader_counts,
+                                       given={"batch_size": given, "readers": given}, **options)
+
+
+def test_a_given_reader_count_whose_shards_hold_no_batch_is_refused_with_the_largest_that_works() -> None:
+    with pytest.raises(ParameterError, match=r"readers=4: video_dir has 12 clips.*readers at most 3"):
+        _fit(12, 4, 4)
+    # more readers than clips: DALI's own assert (num_shards_ <= Size()) would come mid-run
+    with pytest.raises(ParameterError, match=r"readers=13: .* leave 0 clip\(s\) in the smallest shard"):
+        _fit(12, 4, 13)
+    assert _fit(12, 4, 3) == (4, 3, None)  # 3 readers: shards of 4 clips, a batch each
+
+
+def test_a_given_batch_or_reader_count_list_that_cannot_work_is_refused_by_name() -> None:
+    with pytest.raises(ParameterError, match=r"batch_size=13: video_dir has 12 clips, .*at most 12"):
+        _fit(12, 13, 1)
+    with pytest.raises(ParameterError, match=r"reader_counts=\[1, 7\]: .*reader counts at most 6"):
+        _fit(12, 2, 2, [1, 7])
+
+
+def test_defaults_are_lowered_with_a_printed_line_and_the_smallest_set_decides() -> None:
+    said: list[str] = []
+    sets = {"the embedded set": 56, "the sweep's 160x120 set": 28}
+    fitted = video_feeding.fit_to_shards(sets, batch_size=4, readers=16, reader_counts=None,
+                                         given={"batch_size": False, "readers": False},
+                                         default_readers="16 (one per core)", say=said.append)
+    assert fitted == (4, 7, None)
+    assert said == ["readers lowered from its default 16 (one per core) to 7: the sweep's 160x120 set has 28 "
+                    "clips, and each reader's shard must hold a batch of 4"]
+    said.clear()
+    assert _fit(3, 8, 7, given=False, say=said.append) == (3, 1, None) and len(said) == 2
+    assert said[0].startswith("batch_size lowered from its default 8 to 3")
+    said.clear()  # what fits is left alone, silently
+    assert _fit(378, 8, 7, [1, 14], given=False, say=said.append) == (8, 7, [1, 14]) and not said
+
+
+def test_straight_through_keeps_every_shard_at_least_a_batch() -> None:
+    # four videos of 48 frames at GOP 16: runs of 32 frames, one a video
+    assert video_feeding.straight_through_plan([48] * 4, gop=16, readers=2, batch_size=4) == (32, 2, 2)
+    assert video_feeding.straight_through_plan([48] * 4, gop=16, readers=3, batch_size=4) == (32, 3, 1)
+    assert video_feeding.straight_through_plan([48] * 4, gop=16, readers=16, batch_size=4) == (32, 4, 1)
+    assert video_feeding.straight_through_plan([160] * 42, gop=16, readers=7, batch_size=8) == (32, 7, 4)
+    assert video_feeding.straight_through_plan([20, 40], gop=16, readers=2, batch_size=8) == (20, 2, 1)
+    assert video_feeding.clip_count([48] * 4, clip_frames=8, stride=2, step=16) == 12
+
+
+# --- item: NVDEC's limit, measured by the probe ------------------------------------------------------
+
+
+def _run(processes: int, clips: int, seconds: float, nvdec: float | None, wall: float = 10.0):
+    return video_feeding.ProbeRun(processes, clips, seconds, nvdec, wall)
+
+
+def test_the_probes_rate_spans_the_first_start_to_the_last_end() -> None:
+    timings = [{"clips": 64, "start": 10.0, "end": 14.0}, {"clips": 64, "start": 10.1, "end": 15.0}]
+    assert video_feeding.combine(timings) == (128, 5.0)  # 128 clips over 5 s, not 2 x 64 / 4.45 s
+    with pytest.raises(video_feeding.ProbeError, match="decode-limit probe"):
+        video_feeding.combine([])
+
+
+def test_the_limit_is_the_fastest_run_and_each_way_is_a_share_of_it() -> None:
+    runs = [_run(14, 320, 1.0, 98.0), _run(21, 300, 1.0, 99.0)]
+    limit = video_feeding.DecodeLimit(runs, frames_per_clip=10.0)
+    assert limit.best.processes == 14 and limit.frames_per_s == pytest.approx(3200) and limit.reached
+    results = alone([40, 41, 39])  # DALI, 2 readers: 100, 104, 98 clips/s of PER_CLIP["dali"] = 10 frames
+    share = limit.share(results, "DALI, 2 readers", PER_CLIP)
+    rate, low, high = results.estimate("DALI, 2 readers")
+    assert (share.ratio, share.low, share.high) == pytest.approx((rate / 320, low / 320, high / 320))
+    assert share.trials == 3 and not share.paired
+    assert limit.sentence() == ("NVDEC's limit, measured: 14 processes of the legacy reader, one shard each, "
+                                "decoded 3,200 frames/s (320.0 clips/s of 10.0 frames) at NVDEC 98% busy.")
+    low_busy = video_feeding.DecodeLimit([_run(14, 300, 1.0, 90.0)], frames_per_clip=10.0)
+    assert not low_busy.reached
+    assert "below 97%: a lower bound of the limit, not the limit" in low_busy.sentence()
+    record = limit.as_record()
+    assert record["frames_per_s"] == pytest.approx(3200) and len(record["runs"]) == 2 and record["reached"]
+
+
+def test_the_limit_goal_table_and_answer_come_from_the_probe() -> None:
+    results, fed = alone([40, 41, 39]), _fed([48, 49, 48], [40, 41, 40])
+    limit = video_feeding.DecodeLimit([_run(14, 110, 1.0, 98.0)], frames_per_clip=10.0)  # 1,100 frames/s
+    goals = video_feeding.goals(results, fed, ROLES, PER_CLIP, None, limit)
+    goal = goals[video_feeding.LIMIT_GOAL]
+    assert goal["goal"] == video_feeding.GOALS["limit"] == 0.90
+    assert goal["ratio"] == pytest.approx(results.estimate("DALI, 2 readers")[0] / 110)
+    assert video_feeding.LIMIT_GOAL not in video_feeding.goals(results, fed, ROLES, PER_CLIP, None)  # a CPU
+    assert not any("straight-through" in name for name in goals)  # straight through is a reference only
+    table = video_feeding.alone_table(results, LIMIT, PER_CLIP, limit)
+    assert table.loc["DALI, 2 readers", "share of NVDEC's limit"] == str(goal_ratio(results, limit))
+    assert "share of NVDEC's limit" not in video_feeding.alone_table(results, LIMIT, PER_CLIP).columns
+    sentence = video_feeding.limit_sentence(results, LIMIT, PER_CLIP, limit)
+    assert sentence.startswith("NVDEC's limit, measured: 14 processes")
+    assert "The most of it: `DALI, 2 readers`" in sentence
+    assert "straight-through decoding (a reference)" in sentence
+    text = video_feeding.answer(results, fed, ROLES, results.pick(), PER_CLIP, limit)
+    assert ("**NVDEC's limit**, measured by 14 processes of the legacy reader: 1,100 frames/s at NVDEC 98% "
+            "busy; the best dynamic-mode way alone decoded 0.9") in text
+
+
+def goal_ratio(results: Results, limit: video_feeding.DecodeLimit):
+    return limit.share(results, "DALI, 2 readers", PER_CLIP)
+
+
+def test_the_probe_tries_more_processes_until_nvdec_is_busy_enough_within_its_budget() -> None:
+    tried: list[int] = []
+
+    def fake_run(spec, processes, *, worker, sampler, timeout_s):
+        tried.append(processes)
+        return _run(processes, 100 * processes, 1.0, {14: 90.0, 21: 98.0, 28: 99.0}[processes], wall=5.0)
+
+    said: list[str] = []
+    limit = video_feeding.measure_limit(None, [14, 21, 28], frames_per_clip=10.0, worker=None,
+                                        sampler=None, budget_s=60, say=said.append, run_once=fake_run)
+    assert tried == [14, 21] and limit.best.processes == 21 and limit.reached  # stopped at 98%
+    assert said[0] == "decode-limit probe: 14 processes, 14,000 frames/s, NVDEC 90% busy (5 s)"
+    tried.clear()
+
+    def slow_run(spec, processes, *, worker, sampler, timeout_s):
+        tried.append(processes)
+        return _run(processes, 100, 1.0, 90.0, wall=50.0)
+
+    limit = video_feeding.measure_limit(None, [14, 21], frames_per_clip=10.0, worker=None, sampler=None,
+                                        budget_s=60, say=said.append, run_once=slow_run)
+    assert tried == [14] and not limit.reached and "21 processes not tried" in said[-1]
+
+
+def test_the_probe_is_skipped_with_a_line_on_a_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert video_feeding.decode_limit(_settings()._replace(on_gpu=False), 12, 15.0) is None
+    assert "Skipped: the decode-limit probe" in capsys.readouterr().out
+
+
+class FakeSampler:
+    """``sample()`` as helpers.hardware.Sampler's: NVDEC read 98% busy."""
+
+    @contextlib.contextmanager
+    def sample(self):
+        class Busy:
+            def mean(self, key: str) -> float | None:
+                return 98.0 if key == "nvdec_pct" else None
+
+        yield Busy()
+
+
+SPEC = video_feeding.ProbeSpec("unused", 8, 2, 16, 4, 64, 1, 0, 0, warmup=1, batches=2, wait_s=60)
+
+
+def staggered_worker(spec, shard, shards, ready):
+    """A probe process that warms up for 0.3 s a shard (staggered), then decodes for 0.3 s."""
+    time.sleep(0.3 * shard)
+    ready()
+    start = time.monotonic()
+    time.sleep(0.3)
+    return {"clips": spec.batches * spec.batch_size, "start": start, "end": time.monotonic()}
+
+
+def failing_worker(spec, shard, shards, ready):
+    if shard == 1:
+        raise RuntimeError("no NVDEC here")
+    ready()
+    return {"clips": 1, "start": 0.0, "end": 1.0}
+
+
+def exiting_worker(spec, shard, shards, ready):
+    os._exit(3)
+
+
+def hanging_worker(spec, shard, shards, ready):
+    time.sleep(600)
+
+
+@pytest.mark.slow
+def test_the_probes_processes_start_together_after_their_warm_up() -> None:
+    run = video_feeding.probe_once(SPEC, 3, worker=staggered_worker, sampler=FakeSampler(), timeout_s=120)
+    assert run.processes == 3 and run.clips == 3 * 2 * 4 and run.nvdec_pct == 98.0
+    # warm-ups end 0.6 s apart; without the common start the span would be 0.9 s or more
+    assert 0.3 <= run.seconds < 0.55, run.seconds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker, words", [
+    (failing_worker, "decode-limit probe, 2 processes: process 1 failed: RuntimeError: no NVDEC here"),
+    (exiting_worker, "exited (status 3) before it was ready"),
+    (hanging_worker, "2 not ready within its time limit"),
+])
+def test_a_probe_process_that_fails_exits_or_hangs_raises_naming_the_probe(worker, words) -> None:
+    began = time.monotonic()
+    with pytest.raises(video_feeding.ProbeError) as raised:
+        video_feeding.probe_once(SPEC, 2, worker=worker, sampler=FakeSampler(), timeout_s=30)
+    assert words in str(raised.value)
+    assert time.monotonic() - began < 45  # bounded: the processes are ended, not waited for
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("decode-limit probe")]
