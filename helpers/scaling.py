@@ -107,8 +107,12 @@ def throughput_table(runs: Mapping[str, list[dict]], configurations: Mapping[str
 def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The notebook's ``(parameters, headline, results)``, from what its lessons made (``lessons``:
     its ``globals()``: ``setup``, ``runs``, ``throughput``, ``weak``, ``strong``, ``goals``,
-    ``accuracy``, ``checked``, ``padding``, ``failure``, ``too_many_processes``, ``two_nodes``...)."""
+    ``accuracy``, ``checked``, ``padding``, ``failure``, ``too_many_processes``, ``two_nodes``...).
+    The goal is stated for GPUs: a run on CPU processes records its ratio with the verdict ``None``
+    (not judged), never a verdict that every page says it does not give."""
     g, setup = lessons, lessons["setup"]
+    goals = g["goals"] if setup.device == "gpu" else {
+        name: {**goal, "verdict": None} for name, goal in g["goals"].items()}
     strong, throughput, mean_accuracy = g["strong"], g["throughput"], g["accuracy"]["mean"]
     headline = {"processes": g["processes"], "samples_per_s_single": throughput["single"]["geometric_mean"],
                 "samples_per_s_multi": throughput["multi"]["geometric_mean"],
@@ -117,7 +121,7 @@ def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     parameters = {"data_path": relative(setup.source), "device": setup.device, "backend": setup.backend,
                   **{name: g[name] for name in PARAMETERS}, "records": setup.records}
     results = {"runs": g["runs"], "labels": g["labels"], "configurations": g["configurations"],
-               "launch_order": g["launch_order"], "throughput": throughput, "goals": g["goals"],
+               "launch_order": g["launch_order"], "throughput": throughput, "goals": goals,
                "strong_scaling": {"ratio": strong.ratio, "ci95": [strong.low, strong.high],
                                   "launches": strong.trials},
                "accuracy": g["accuracy"], "coverage_check": g["checked"],

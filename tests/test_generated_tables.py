@@ -270,7 +270,7 @@ def test_every_committed_headline_key_has_a_label() -> None:
     assert all(set(nb["labels"]) == set(nb["headline"]) for nb in seed.values())
 
 
-def _goal(ratio: float, low: float, high: float, verdict: str, **count: int) -> dict[str, Any]:
+def _goal(ratio: float, low: float, high: float, verdict: str | None, **count: int) -> dict[str, Any]:
     return {"ratio": ratio, "ci95": [low, high], "goal": 1.5, "verdict": verdict, **(count or {"trials": 5})}
 
 
@@ -371,6 +371,13 @@ def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path
     assert rows == ["| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
                     "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current "
                     "version | — |"]
+    # a GPU machine's record of CPU processes (04 with fewer GPUs than processes) holds no verdict
+    _record(tmp_path / "gpu-cpu-processes.json", "2026-03-04T09:00:00+00:00",
+            {"04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, None, launches=3)}}}},
+            machine=H200)
+    rows = [r for r in goals_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 04")]
+    assert rows == ["| 04 · w / v | >= 1.5x | 1.00x | 0.40x–2.60x | not judged: the run's processes were "
+                    "on the CPU | 3 launches |"]
 
 
 def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: float) -> Path:
@@ -859,8 +866,8 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
         "best dynamic / best DataLoader": {**ratio, "goal": 1.1, "verdict": "met"},
         "best dynamic / pipeline mode, same knobs": {**ratio, "goal": 1.25, "verdict": "inconclusive"},
         "best dynamic / ceiling": {**ratio, "goal": 1.6, "verdict": "not met"}}
-    entries[findings.NB04]["results"]["goals"] = {
-        "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": "not met"}}
+    entries[findings.NB04]["results"]["goals"] = {  # as helpers.scaling.record stores a run of CPU processes
+        "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": None}}
     cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
@@ -877,6 +884,9 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     assert bottom_lines.bottom_line(findings.NB03, gpu).endswith(
         "Of its 3 goals ([the results page](../docs/pages/results.md#the-suites-goals)), 1 is met, 1 not met "
         "and 1 inconclusive.")
+    # 04 on a one-GPU machine runs CPU processes: its record holds no verdict, and none is said
+    assert bottom_lines.bottom_line(findings.NB04, gpu).endswith(
+        "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run.")
 
 
 def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> None:

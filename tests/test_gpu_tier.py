@@ -145,6 +145,7 @@ def test_two_gpus_scale(scaling: dict) -> None:
     assert goal["ratio"] == pytest.approx(weak.ratio)
     assert headline["speedup_weak"] == pytest.approx(weak.ratio)
     check_goal(goal, 0.95 * headline["processes"], scaling.parameters["launches"])
+    assert goal["verdict"] is not None  # judged on GPUs
 
 
 def test_a_dying_rank_under_nccl_ends_the_launch(scaling: dict) -> None:

@@ -130,7 +130,9 @@ def test_scaling_ratios_come_with_intervals_and_verdicts(run04) -> None:
     check_goal(goal, 0.95 * parameters["processes"], len(rates["single"]))
     assert goal["launches"] >= parameters["launches"]
     weak = ratio(rates["multi"], rates["single"])  # paired by round
-    assert goal == weak.goal(goal["goal"], count="launches")
+    judged = weak.goal(goal["goal"], count="launches")
+    # the goal is stated for GPUs: CPU processes (gloo) record its ratio and no verdict
+    assert goal == (judged if parameters["backend"] == "nccl" else {**judged, "verdict": None})
     assert headline["speedup_weak"] == pytest.approx(weak.ratio)
     strong, recomputed = results["strong_scaling"], ratio(rates["multi"], rates["single_global"])
     assert strong["launches"] >= parameters["launches"]

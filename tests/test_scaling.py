@@ -85,3 +85,47 @@ def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_in
     assert table.loc["all processes", "per process"] == round(estimate / 2)
     assert table.loc["all processes", "global batch"] == 128
     assert table.loc["1 process", "timed steps per launch"] == 192
+
+
+def lessons_of(device: str) -> dict:
+    """What notebook 04's lessons make, at the size ``record`` reads, for a run on ``device``."""
+    from pathlib import Path
+
+    from helpers.benchmarking import ratio
+    from helpers.scaling import PARAMETERS
+    from helpers.scaling import Setup
+
+    rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0], "single_global": [99.0, 101.0, 98.0]}
+    weak, strong = ratio(rates["multi"], rates["single"]), ratio(rates["multi"], rates["single_global"])
+    folder = Path("/nonexistent")
+    setup = Setup(folder, folder, folder, folder, device, "nccl" if device == "gpu" else "gloo", 2, 512, folder)
+    return {"setup": setup, "runs": {}, "labels": {}, "configurations": {}, "launch_order": [],
+            "throughput": {k: {"geometric_mean": v[0]} for k, v in rates.items()}, "weak": weak,
+            "strong": strong, "goals": {"weak scaling": weak.goal(1.9, count="launches")},
+            "accuracy": {"mean": {"single_global": 0.9, "multi": 0.9}}, "checked": None, "padding": 0,
+            "failure": None, "too_many_processes": None, "two_nodes": None,
+            **dict.fromkeys(PARAMETERS, 2)}
+
+
+def test_a_run_on_cpu_processes_records_no_verdict_for_a_goal_stated_for_gpus() -> None:
+    from helpers.scaling import record
+    from tools.goal_check import goal_problems
+
+    _, _, on_cpu = record(lessons_of("cpu"))
+    (goal,) = on_cpu["goals"].values()
+    assert goal["verdict"] is None and goal["goal"] == 1.9 and goal["launches"] == 3
+    assert goal_problems(goal) == []  # not judged is not a problem; a wrong verdict is
+    assert goal_problems({**goal, "verdict": "met"})
+    _, _, on_gpus = record(lessons_of("gpu"))
+    assert on_gpus["goals"]["weak scaling"]["verdict"] == "not met"
+
+
+def test_no_committed_record_of_cpu_processes_judges_the_gpu_goal() -> None:
+    from tools.records import records
+
+    held = [r for r in records() if "04-scaling-out" in r.notebooks
+            and r.notebooks["04-scaling-out"].parameters.get("backend") == "gloo"]
+    assert held, "no committed record of notebook 04 on CPU processes"
+    for record in held:
+        for name, goal in (record.notebooks["04-scaling-out"].results.get("goals") or {}).items():
+            assert goal["verdict"] is None, (record.name, name, goal["verdict"])

@@ -60,7 +60,8 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
     if not goals:
         return None
     record = get.record(notebook)
-    if not record.has_gpu:  # goals are stated for a GPU: a CPU run says nothing about them
+    # goals are stated for a GPU: a CPU run, or one that recorded no verdict, says nothing about them
+    if not record.has_gpu or any(g["verdict"] is None for g in goals.values()):
         names = ", ".join(goals)
         return (f"Its goal{'s' * (len(goals) > 1)} ({names}) {'are' if len(goals) > 1 else 'is'} stated "
                 "for GPUs and not judged on this run.")

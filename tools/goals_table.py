@@ -28,8 +28,9 @@ def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str
         raise ValueError(f"{where}, goal {name!r}: {'; '.join(problems)}")
     low, high = goal["ci95"]
     count = f"{goal['launches']} launches" if "launches" in goal else f"{goal['trials']} trials"
+    verdict = goal["verdict"] or "not judged: the run's processes were on the CPU"
     return (f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
-            f"{goal['verdict']} | {count} |")
+            f"{verdict} | {count} |")
 
 
 def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
