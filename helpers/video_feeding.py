@@ -722,14 +722,21 @@ def measure_limit(
     """The probe (``run_once``: :func:`probe_once`) at each process count of ``counts`` in turn
     until NVDEC reads ``busy_pct`` busy, within ``budget_s`` in all: the first count may use it
     all; a later one runs only when the budget left is at least 1.5 times the last run's whole
-    time."""
+    time. The first run's ``ProbeError`` is raised; a later run's is printed, and the runs before
+    it make the limit."""
     began, runs = time.monotonic(), []
     for processes in counts:
         left = budget_s - (time.monotonic() - began)
         if runs and left < 1.5 * runs[-1].wall_s:
             say(f"decode-limit probe: {processes} processes not tried: {left:.0f} s of {budget_s:.0f} s left")
             break
-        run = run_once(spec, processes, worker=worker, sampler=sampler, timeout_s=left)
+        try:
+            run = run_once(spec, processes, worker=worker, sampler=sampler, timeout_s=left)
+        except ProbeError as error:
+            if not runs:  # nothing measured: the probe failed
+                raise
+            say(f"{error}; the limit is the run before's")  # a later count failing keeps what was measured
+            break
         runs.append(run)
         nvdec = "not read" if run.nvdec_pct is None else f"{run.nvdec_pct:.0f}% busy"
         say(

@@ -373,6 +373,18 @@ def test_the_probe_tries_more_processes_until_nvdec_is_busy_enough_within_its_bu
                                         budget_s=60, say=said.append, run_once=slow_run)
     assert tried == [14] and not limit.reached and "21 processes not tried" in said[-1]
 
+    def failing_later(spec, processes, *, worker, sampler, timeout_s):
+        if processes == 21:
+            raise video_feeding.ProbeError("decode-limit probe, 21 processes: 21 not done in time")
+        return _run(processes, 100, 1.0, 90.0, wall=5.0)
+
+    limit = video_feeding.measure_limit(None, [14, 21], frames_per_clip=10.0, worker=None, sampler=None,
+                                        budget_s=60, say=said.append, run_once=failing_later)
+    assert [r.processes for r in limit.runs] == [14] and "the limit is the run before's" in said[-1]
+    with pytest.raises(video_feeding.ProbeError, match="21 processes"):  # nothing measured: raised
+        video_feeding.measure_limit(None, [21], frames_per_clip=10.0, worker=None, sampler=None,
+                                    budget_s=60, say=said.append, run_once=failing_later)
+
 
 def test_the_probe_is_skipped_with_a_line_on_a_cpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert video_feeding.decode_limit(_settings()._replace(on_gpu=False), 12, 15.0) is None
