@@ -22,15 +22,14 @@ The method is explained once, on the docs page "How the suite measures"
   (``skipped``, read off the loader's ``ahead``; trained on only with ``step_ready``), then starts
   the timer: DALI starts their replacements as they are handed over, so no trial is credited with
   batches finished before its timer.
-- **A trial is at steady state**: after the handover it times whole epochs' worth of batches
-  (``k`` times the epoch's batch count, crossing epoch ends as training does), ``k`` the fewest
-  for which the trial lasts ``min_seconds`` (3 s on a GPU by default), counts ``min_batches``
-  and hands over untimed at most 5% (``MAX_UNTIMED``) of the batches it times; a small folder
-  simply runs more epochs a trial. With ``epochs`` given, every trial of the run times exactly
-  that many epochs' worth instead; ``same_work=True`` picks the one ``k`` for every way from a
-  second warm-up epoch, so that every way times the same samples. The rest of the epoch the
-  timer stopped in is drained untimed. Its CPU time is this process and every process it
-  started (DataLoader workers), over the trial only.
+- **A trial is at steady state**: it runs ``k`` whole epochs, the batches handed over first and
+  the rest timed, ``k`` the fewest for which the trial lasts ``min_seconds`` (2 s on a GPU by
+  default, 1 s on a CPU), times ``min_batches`` and hands over untimed at most 5%
+  (``MAX_UNTIMED``) of the batches it times; a small folder simply runs more epochs a trial.
+  With ``epochs`` given, every trial of the run is that many epochs instead; ``same_work=True``
+  picks the one ``k`` for every way from a second warm-up epoch, so that every way trains the
+  same samples. Its CPU time is this process and every process it started (DataLoader
+  workers), over the trial only.
 - **Start-up is measured apart**: the time from making a loader to its first batch
   (``startup_s``), and in every trial the wait for the first batch of each new epoch
   (``epoch_start_s``): real costs, but not throughput.
@@ -104,7 +103,7 @@ class Trial:
     loader's ``next()``; ``cpu_s`` of CPU time (this process and its children); the hardware's
     readings (``busy``: ``gpu_pct``, ``nvdec_pct``, ``nvjpg_pct``, ``cpu_pct``, None where not
     read, and NVML's always None in a trial shorter than ``MIN_READING_S``); the peak of torch's
-    GPU memory in GiB (None without a GPU); ``batches`` timed over ``epochs`` epochs' worth;
+    GPU memory in GiB (None without a GPU); ``batches`` timed of the ``epochs`` whole epochs it ran;
     ``skipped`` batches handed over untimed before the timer; ``epoch_start_s``, the mean wait
     for the first batch of a new epoch inside the timer (None when none began there);
     ``settle_s``, the wait before the trial for the way before it to finish."""
@@ -331,11 +330,10 @@ class Harness:
         the trial began (``ahead``: made before the timer) are handed over first, untimed and not
         counted (``step_ready``: given to ``step`` too, for a loop that must train on every batch,
         such as notebook 02's comparison of eager and capture mode). Then the timer runs, from a
-        synchronized device to a synchronized device, over ``k`` epochs' worth of batches, each
-        given to ``step`` (when not None), crossing epoch ends: ``k = epochs`` when given, else
-        the fewest whole epochs' worth for which the trial lasts ``min_seconds``, counts
-        ``min_batches`` and hands over at most ``MAX_UNTIMED`` of what it times. The rest of the
-        epoch the timer stopped in is drained after it (given to ``step`` with ``step_ready``)."""
+        synchronized device to a synchronized device, over the rest of ``k`` whole epochs, each
+        batch given to ``step`` (when not None): ``k = epochs`` when given, else the fewest whole
+        epochs for which the trial lasts ``min_seconds``, times ``min_batches`` and hands over at
+        most ``MAX_UNTIMED`` of what it times."""
         settled = self.settle()
         loader = self.loader(way)
         ready = ahead_batches(loader)
@@ -343,12 +341,12 @@ class Harness:
         if per_epoch == 0:
             raise RuntimeError(f"{way.name}: an epoch of its loader gave no batches; check the data "
                                "folder and the loader's batch size")
-        if epochs is not None and ready > MAX_UNTIMED * epochs * per_epoch:
+        if epochs is not None and ready > MAX_UNTIMED * (epochs * per_epoch - ready):
             raise RuntimeError(
                 f"{way.name}: its loader had {ready} batch(es) ready before the timer, more than "
-                f"{MAX_UNTIMED:.0%} of the {epochs * per_epoch} a trial of {epochs} epoch(s) times; "
-                f"time at least {math.ceil(ready / (MAX_UNTIMED * per_epoch))} epochs a trial, or "
-                "give it more data or a smaller batch")
+                f"{MAX_UNTIMED:.0%} of the {epochs * per_epoch - ready} a trial of {epochs} epoch(s) "
+                f"times; time at least {_epochs_for(ready, per_epoch)} epochs a trial, or give it more "
+                "data or a smaller batch")
         stream = _Stream(loader)
         for _ in range(ready):
             batch = stream.next()
@@ -375,10 +373,10 @@ class Harness:
                     step(inputs, labels)
                 samples += len(labels)
                 count += 1
-                if count % per_epoch:
+                if (ready + count) % per_epoch:  # not at the end of an epoch
                     continue
                 if epochs is not None:
-                    if count >= epochs * per_epoch:
+                    if ready + count >= epochs * per_epoch:
                         break
                 elif (time.perf_counter() - start >= self.min_seconds and count >= self.min_batches
                       and ready <= MAX_UNTIMED * count):
@@ -386,15 +384,15 @@ class Harness:
             self.synchronize()
             seconds = time.perf_counter() - start
         cpu = cpu_seconds_since(before)
-        for batch in stream.rest():  # the epoch the timer stopped in, to its end
-            if step_ready and step is not None:
-                step(*batch)
+        for _ in stream.rest():  # the epoch's generator run to its end (a capture loop completes)
+            raise RuntimeError(f"{way.name}: an epoch gave more batches than its first "
+                               f"({per_epoch}); the harness times whole epochs of a fixed length")
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
         readings = busy.as_dict() if busy is not None else {}
         if seconds < MIN_READING_S:  # NVML averages over its own period: too short to read
             readings = {k: (None if k != "cpu_pct" else v) for k, v in readings.items()}
         return Trial(samples, seconds, waited, cpu, readings, peak, ready, count,
-                     count // per_epoch, statistics.fmean(starts) if starts else None, settled)
+                     (ready + count) // per_epoch, statistics.fmean(starts) if starts else None, settled)
 
     def _sampling(self) -> Any:
         return self.sampler.sample() if self.sampler is not None else nullcontext(None)
@@ -412,8 +410,8 @@ class Harness:
             count = sum(1 for _ in loader.epoch())
             self.synchronize()
             fastest = min(fastest, time.perf_counter() - start)
-            needed = max(needed, math.ceil(self.min_batches / count),
-                         math.ceil(ahead_batches(loader) / (MAX_UNTIMED * count)))
+            ready = ahead_batches(loader)
+            needed = max(needed, math.ceil((self.min_batches + ready) / count), _epochs_for(ready, count))
         return max(needed, math.ceil(self.min_seconds / fastest) if fastest > 0 else 1)
 
     def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
@@ -424,7 +422,7 @@ class Harness:
         harness's ``seed`` and the ``label``; recorded); with ``until``, more rounds one at a
         time until ``until(results so far)`` holds or ``most`` rounds have run. Every loader is
         made and warmed up before the first timed trial. ``epochs``: every trial times that many
-        epochs' worth; ``same_work``: the harness picks that number (:meth:`same_work`); else each
+        whole epochs; ``same_work``: the harness picks that number (:meth:`same_work`); else each
         trial runs until it is at steady state (:meth:`trial`). Shows a progress bar when someone
         watches, and one line at the end."""
         names = [w.name for w in ways]
@@ -463,9 +461,8 @@ class Harness:
         done = len(results.trials[names[0]])
         counts = sorted({t.epochs for ts in results.trials.values() for t in ts})
         span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        worth = "epochs'" if counts != [1] else "epoch's"
         self.say(f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
-                 f"{span} {worth} worth a trial"
+                 f"{span} epoch{'s' * (counts != [1])} a trial"
                  + (f" (at least {self.min_seconds:g} s)" if epochs is None else "")
                  + f", in {_duration(results.seconds)}")
         return results
@@ -501,6 +498,12 @@ class _Stream:
         if self.batches is not None:
             yield from self.batches
             self.batches = None
+
+
+def _epochs_for(ready: int, per_epoch: int) -> int:
+    """The fewest whole epochs a trial for ``ready`` batches handed over untimed to be at most
+    ``MAX_UNTIMED`` of the rest."""
+    return max(1, math.ceil(ready * (1 + MAX_UNTIMED) / (MAX_UNTIMED * per_epoch) - 1e-9))
 
 
 def steady_seconds(min_seconds: float | None, gpu: bool) -> float:
