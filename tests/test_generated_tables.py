@@ -751,11 +751,13 @@ def _fake_entries(ratio: dict[str, Any]) -> dict[str, dict[str, Any]]:
                                                                        "best_gpu_over_best_cpu": ratio}}},
         findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio}}},
         findings.NB03: {"results": {"goals": {"best dynamic / best DataLoader": goal,
-                                              "best dynamic / pipeline mode, same knobs": goal}}},
+                                              "best dynamic / pipeline mode, same knobs": goal},
+                                    "picks": {"dynamic": {"best": "capture b64", "ties": {}}}}},
         findings.NB04: {"headline": {"processes": 2},
                         "results": {"goals": {"weak scaling (all processes / 1 process)": goal}}},
         findings.NB05: {"parameters": {"image_size": 96},
-                        "results": {"goals": nb05}},
+                        "results": {"goals": nb05, "picks": {"capture": {"best": "capture, threads 4",
+                                                                          "ties": {}}}}},
         findings.NB06: {"results": {"resume": {"kill_step": 30, "resumed_from": 20, "bit_identical": True},
                                     "benchmark": {"ratios": {resumable + "capture": ratio,
                                                              resumable + "eager + checkpoints": ratio}}}},
@@ -821,6 +823,21 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
     readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
     assert readme.sentences == tuple(SAID[notebook]) and readme.records == ("gpu-fake.json",)
+
+
+@pytest.mark.parametrize("notebook,kind,said", [
+    (findings.NB03, "dynamic", "on MNIST, dynamic mode at its picked knobs (a tie in the confirmation) was "),
+    (findings.NB05, "capture", "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (a tie in "
+                               "selection) was "),
+])
+def test_a_pick_from_a_tie_is_not_called_the_best(notebook: str, kind: str, said: str, tmp_path: Path) -> None:
+    entries = _fake_entries(_ratio(1.3, 1.2, 1.5))
+    entries[notebook]["results"]["picks"][kind]["ties"] = {"other": _ratio(0.9, 0.5, 1.6)}
+    finding = {f.topic: f for f in findings.findings(_fake_results(tmp_path, entries))}[
+        findings.NOTEBOOKS[notebook][0]]
+    assert finding.sentences[0].startswith(said) and "at its best" not in " ".join(finding.sentences)
+    if notebook == findings.NB05:
+        assert "than the picked capture loop" in finding.sentences[1]
 
 
 @pytest.mark.parametrize("interval,ratio,words", [
