@@ -1,6 +1,8 @@
 """Notebook 07's bookkeeping, kept out of its lessons: the set-up (the parameters checked, each
-None replaced by this machine's default, the videos found and checked), the clips' cost, the
-tables and charts of its harness runs, sections 5 and 6 (the same best ways over other builds of
+None replaced by this machine's default, the videos found and checked, the reader counts and the
+batch fitted to the clips a shard holds: ``fit_to_shards``), the clips' cost, NVDEC's limit
+measured by a probe of spawned processes (``decode_limit``, GPU only), the tables and charts of
+its harness runs, sections 5 and 6 (the same best ways over other builds of
 the embedded set) run in one call each, the goals, the bad-folder demonstration, the sentences it
 generates (each comparison worded by its 95% interval, :func:`helpers.benchmarking.versus`) and
 its record, built in one call.
@@ -594,12 +596,14 @@ class DecodeLimit:
 
     def sentence(self) -> str:
         b = self.best
-        nvdec = "NVDEC not read" if b.nvdec_pct is None else f"NVDEC {b.nvdec_pct:.0f}% busy"
         found = (
             f"NVDEC's limit, measured: {b.processes} processes of the legacy reader, one shard each, decoded "
             f"{self.frames_per_s:,.0f} frames/s ({b.clips_per_s:,.1f} clips/s of {self.frames_per_clip:.1f} "
-            f"frames) at {nvdec}"
+            "frames)"
         )
+        if b.nvdec_pct is None:
+            return found + "; NVML read no NVDEC figure, so it is a lower bound of the limit, not the limit."
+        found += f" at NVDEC {b.nvdec_pct:.0f}% busy"
         if self.reached:
             return found + "."
         return found + f", below {self.busy_pct:.0f}%: a lower bound of the limit, not the limit."

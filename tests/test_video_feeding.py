@@ -322,6 +322,10 @@ def test_the_limit_is_the_fastest_run_and_each_way_is_a_share_of_it() -> None:
     low_busy = video_feeding.DecodeLimit([_run(14, 300, 1.0, 90.0)], frames_per_clip=10.0)
     assert not low_busy.reached
     assert "below 97%: a lower bound of the limit, not the limit" in low_busy.sentence()
+    unread = video_feeding.DecodeLimit([_run(14, 300, 1.0, None)], frames_per_clip=10.0)
+    assert not unread.reached and unread.sentence().endswith(
+        "(300.0 clips/s of 10.0 frames); NVML read no NVDEC figure, so it is a lower bound of the limit, "
+        "not the limit.")
     record = limit.as_record()
     assert record["frames_per_s"] == pytest.approx(3200) and len(record["runs"]) == 2 and record["reached"]
 
