@@ -28,7 +28,7 @@ GOAL_MACHINE = "H200"
 LOSS_TOLERANCE = 1e-4  # the largest gap in an epoch's mean loss that counts as the same training
 WARM_UP_AND_TWO = (3, "the first epoch of each way is an untimed warm-up (it trains nothing), and a "
                       "95% interval needs two timed epochs or more")
-DEFAULTS = {"gpu": {"epochs": 17, "num_shards": 4}, "cpu": {"epochs": 6, "num_shards": 20}}
+DEFAULTS = {"gpu": {"epochs": 9, "num_shards": 4}, "cpu": {"epochs": 6, "num_shards": 20}}
 PARAMETERS = ("data_path", "test_path", "device", "batch_size", "epochs", "placement_epochs",
               "num_shards", "learning_rate", "seed")
 

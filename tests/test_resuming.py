@@ -67,14 +67,16 @@ def test_a_torchrun_kill_step_leaves_an_epoch_boundary_to_cross(seed: int) -> No
 
 
 class _Bench:
-    """The part of helpers.harness.Results that costs() and conclusion() read."""
+    """The part of helpers.harness.Results that costs() and conclusion() read: ``rates`` and
+    ``trials`` for the ways whose epochs are read (none: the trials say nothing of epochs)."""
 
-    def __init__(self, eager_rate: float, ratios: dict[str, Ratio]) -> None:
+    def __init__(self, eager_rate: float, ratios: dict[str, Ratio], rates: dict[str, float] | None = None,
+                 trials: dict[str, list] | None = None) -> None:
         self.eager_rate, self.ratios = eager_rate, ratios
+        self.rates, self.trials = {"eager": eager_rate, **(rates or {})}, trials or {}
 
     def estimate(self, name: str) -> tuple[float, float, float]:
-        assert name == "eager"
-        return self.eager_rate, self.eager_rate, self.eager_rate
+        return self.rates[name], self.rates[name], self.rates[name]
 
     def ratio(self, a: str, b: str) -> Ratio:
         return self.ratios[f"{a} / {b}"] if f"{a} / {b}" in self.ratios else Ratio(1.0, 0.9, 1.1, 5, True)
@@ -116,8 +118,36 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
     assert words in text
     assert "bit-identical in eager mode and bit-identical in capture mode" in text
     assert "6 damaged, missing or incompatible checkpoints were refused" in text
-    assert "8.1 ms to load (medians); DALI applies the reader's state at its first batch" in text
+    assert "`restore()` alone 8.1 ms (medians). That is not the time to resume: DALI applies" in text
+    assert "reads the batches already trained on again" in text
     assert "first step was done 0.6 to 3.2 s after its restore began" in text
+    assert "over this run's epochs: a cost paid once an epoch" in text  # the trials say no epoch length
+
+
+def test_resumable_capture_is_said_per_epoch_of_the_runs_length() -> None:
+    """0.5x of capture mode is what a new reader, trace and pipeline an epoch cost over epochs of
+    this length: the words give the epoch's steps and the time it added, not a ratio of the mode."""
+    from helpers.harness import Trial
+    from helpers.resuming import epoch_cost
+
+    resumable = "capture, epoch readers + checkpoints"
+    # 3 epochs of 256 steps of 64 a trial, one batch handed over: 767 timed
+    trials = {resumable: [Trial(767 * 64, 10.0, 0.0, 1.0, skipped=1, batches=767, epochs=3)] * 2}
+    bench = _Bench(6400.0, {f"{resumable} / capture": Ratio(0.5, 0.45, 0.55, 5, True)},
+                   rates={resumable: 3200.0, "capture": 6400.0}, trials=trials)
+    steps, seconds = epoch_cost(bench, resumable, "capture")
+    assert steps == 256 and seconds == pytest.approx(256 * 64 * (1 / 3200 - 1 / 6400))  # 2.56 s
+    same = {"bit_identical": True}
+    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20,
+            "resumes": {"eager": {"to_first_step_ms": 3161.5}}}
+    text = conclusion(machine="gpu, H200", checks={"eager": same, "capture": same, "distributed": same},
+                      dist_device="cpu", processes=2, refused=6, cost=cost, bench=bench)
+    assert ("slower than capture mode with one reader (0.50x [0.45-0.55])** over epochs of 256 steps, "
+            "about 2.56 s more an epoch") in text
+    assert "holds for epochs of this length, not for the mode" in text
+    mixed = {resumable: [Trial(767 * 64, 10.0, 0.0, 1.0, skipped=1, batches=767, epochs=3),
+                         Trial(511 * 64, 10.0, 0.0, 1.0, skipped=1, batches=511, epochs=3)]}
+    assert epoch_cost(_Bench(6400.0, {}, trials=mixed), resumable, "capture") is None
 
 
 def test_a_resume_that_differs_is_said_with_its_gaps() -> None:
