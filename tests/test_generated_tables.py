@@ -373,7 +373,8 @@ def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path
                     "version | — |"]
     # a GPU machine's record of CPU processes (04 with fewer GPUs than processes) holds no verdict
     _record(tmp_path / "gpu-cpu-processes.json", "2026-03-04T09:00:00+00:00",
-            {"04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, None, launches=3)}}}},
+            {"04-z": {"headline": {},
+                      "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, None, launches=3)}}}},
             machine=H200)
     rows = [r for r in goals_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 04")]
     assert rows == ["| 04 · w / v | >= 1.5x | 1.00x | 0.40x–2.60x | not judged: the run's processes were "
@@ -799,9 +800,9 @@ SAID = {
                     "Alone, a DataLoader used more CPU time per image than the best capture loop "
                     "(1.30x [1.20-1.50])."],
     findings.NB06: ["killed at step 30, training resumed from step 20 bit-identically.",
-                    "Over epochs of 64 steps, resumable capture mode (a new reader each epoch, checkpoints) "
-                    "was faster than capture mode without them (1.30x [1.20-1.50]) and faster than eager mode "
-                    "with checkpoints (1.30x [1.20-1.50])."],
+                    "Over epochs of 64 steps, resumable capture mode (a new reader each epoch, "
+                    "checkpoints) was faster than capture mode without them (1.30x [1.20-1.50]) and faster "
+                    "than eager mode with checkpoints (1.30x [1.20-1.50])."],
     findings.NB07: ["on VP9 clips of 8 frames, loading alone, 2 DALI readers, one shard each, were faster "
                     "than PyAV in the best torch DataLoader (1.30x [1.20-1.50] at its default size, gop 16; "
                     "1.30x [1.20-1.50] at 160x120, gop 16).",
@@ -831,7 +832,8 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     (findings.NB05, "capture", "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (a tie in "
                                "selection) was "),
 ])
-def test_a_pick_from_a_tie_is_not_called_the_best(notebook: str, kind: str, said: str, tmp_path: Path) -> None:
+def test_a_pick_from_a_tie_is_not_called_the_best(notebook: str, kind: str, said: str,
+                                                  tmp_path: Path) -> None:
     entries = _fake_entries(_ratio(1.3, 1.2, 1.5))
     entries[notebook]["results"]["picks"][kind]["ties"] = {"other": _ratio(0.9, 0.5, 1.6)}
     finding = {f.topic: f for f in findings.findings(_fake_results(tmp_path, entries))}[

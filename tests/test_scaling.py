@@ -95,10 +95,12 @@ def lessons_of(device: str) -> dict:
     from helpers.scaling import PARAMETERS
     from helpers.scaling import Setup
 
-    rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0], "single_global": [99.0, 101.0, 98.0]}
+    rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0],
+             "single_global": [99.0, 101.0, 98.0]}
     weak, strong = ratio(rates["multi"], rates["single"]), ratio(rates["multi"], rates["single_global"])
     folder = Path("/nonexistent")
-    setup = Setup(folder, folder, folder, folder, device, "nccl" if device == "gpu" else "gloo", 2, 512, folder)
+    backend = "nccl" if device == "gpu" else "gloo"
+    setup = Setup(folder, folder, folder, folder, device, backend, 2, 512, folder)
     return {"setup": setup, "runs": {}, "labels": {}, "configurations": {}, "launch_order": [],
             "throughput": {k: {"geometric_mean": v[0]} for k, v in rates.items()}, "weak": weak,
             "strong": strong, "goals": {"weak scaling": weak.goal(1.9, count="launches")},

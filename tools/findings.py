@@ -200,9 +200,10 @@ def _photos(get: Lookup) -> list[str]:
     cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
     size = get.value(NB05, "parameters", "image_size")
     at = _dynamic_at(get, NB05, "capture", "selection")
+    capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
     return [f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
             f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
-            "Alone, a DataLoader used " + versus(cpu, f"the {'best' if at == 'at its best' else 'picked'} capture loop",
+            "Alone, a DataLoader used " + versus(cpu, capture,
                                                  faster="more CPU time per image than",
                                                  slower="less CPU time per image than") + "."]
 
