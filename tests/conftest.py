@@ -255,5 +255,5 @@ def check_steady(run: dict[str, Any], *, epoch_batches: dict[str, int] | None = 
             assert t["seconds"] >= run["min_seconds"], (name, t["seconds"])
             assert t["batches"] >= 1 and t["skipped"] <= 0.05 * t["batches"], (name, t)
             if epoch_batches is not None and name in epoch_batches:
-                assert t["batches"] % epoch_batches[name] == 0, (name, t["batches"])
+                assert (t["batches"] + t["skipped"]) % epoch_batches[name] == 0, (name, t["batches"])
             assert 0 <= t["waited_s"] <= t["seconds"], name
