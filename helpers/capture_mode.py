@@ -56,7 +56,7 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
                   resolved["num_shards"])
     print(f"training LMDB: {relative(setup.data_path)}; held-out LMDB: {relative(setup.test_path)}")
     print(f"preprocessing and training on the {device}; each epoch reads the next 1/{setup.num_shards} "
-          f"of the training set; {setup.epochs} epochs per mode, the first an untimed warm-up")
+          f"of the training set; {setup.epochs - 1} rounds per mode after an untimed warm-up")
     if is_embedded(setup.data_path):
         training, testing = read_manifest(data.mnist_training), read_manifest(data.mnist_testing)
         print(f"Embedded data: {training['records']:,} training records made of "
@@ -98,7 +98,7 @@ def spread(rates_a: Sequence[float], rates_b: Sequence[float], a: str, b: str) -
 def compared(r: Ratio, rates_a: Sequence[float], rates_b: Sequence[float]) -> str:
     """The benchmark's sentence: capture mode against eager mode, worded by its interval, and the
     drift of the per-round ratios."""
-    return (f"Training over {r.trials} paired epochs, capture mode was **{versus(r, 'eager mode')}** "
+    return (f"Training over {r.trials} paired trials, capture mode was **{versus(r, 'eager mode')}** "
             f"(its rate over eager mode's, 95% interval in brackets). "
             + spread(rates_a, rates_b, "capture mode", "eager mode"))
 
@@ -108,7 +108,7 @@ def placement_sentence(r: Ratio | None) -> str:
     cannot tell them apart and what would."""
     if r is None:
         return skip_message("Comparing CPU and GPU decoding")
-    said = f"Training in capture mode over {r.trials} paired epochs, decoding on the GPU was " \
+    said = f"Training in capture mode over {r.trials} paired trials, decoding on the GPU was " \
            f"**{versus(r, 'decoding on the CPU')}**."
     if r.low > 1 or r.high < 1:
         return f"{said} For this workload, decode on the {'GPU' if r.low > 1 else 'CPU'}."
@@ -154,7 +154,7 @@ def conclusion(fed: Any, *, machine: str, equality: Mapping[str, Any], placement
     accuracy = equality["test_accuracy"]
     same = equality["verdict"] == "met"
     lines = [f"**The answer on this machine ({machine}).** Training, capture mode was "
-             f"**{versus(r, 'eager mode')}**, over {r.trials} paired epochs of {samples:,} samples"
+             f"**{versus(r, 'eager mode')}**, over {r.trials} paired trials of {samples:,} samples each"
              + (f" ({timed:,} timed in capture mode: its batch ready before the timer is not timed)"
                 if timed != samples else "") + ". "
              + spread(rates["capture"], rates["eager"], "capture mode", "eager mode"),

@@ -44,7 +44,7 @@ def test_the_comparison_and_the_advice_follow_the_interval(results: Results, wor
     assert r == ratio(results.rates("capture"), results.rates("eager"))
     assert f"**{words} ({r})**" in capture_mode.compared(r, results.rates("capture"), results.rates("eager"))
     answer = capture_mode.conclusion(results, machine="cpu, test", equality=SAME, placement=None)
-    assert f"**{words} ({r})**" in answer and "over 4 paired epochs of 1,000 samples" in answer
+    assert f"**{words} ({r})**" in answer and "over 4 paired trials of 1,000 samples each" in answer
     advice = {"faster": "train with `next_epoch(..., capture=True)`",
               "not": "cannot tell the two modes apart", "slower": "keep the eager loop"}[words.split()[0]]
     assert advice in answer
@@ -121,5 +121,5 @@ def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode()
               "capture": [Trial(936, 0.5, 0.1, 1.0, skipped=1), Trial(936, 0.52, 0.1, 1.0, skipped=1)]}
     answer = capture_mode.conclusion(Results("t", "samples", ways, trials, fed=True), machine="cpu, test",
                                      equality=SAME, placement=None)
-    assert "over 2 paired epochs of 1,000 samples (936 timed in capture mode: its batch ready before the " \
+    assert "over 2 paired trials of 1,000 samples each (936 timed in capture mode: its batch ready before the " \
         "timer is not timed)." in answer
