@@ -13,7 +13,8 @@ what no library does:
 - the landing page's inventory block and the results page's blocks (goals, a table per notebook,
   the published comparison) are filled in by the functions that write the README's and the
   committed page's (tools.inventory, tools.goals_table, tools.notebook_tables,
-  tools.published_comparison), with the site's links;
+  tools.published_comparison), with the site's links, and the bottleneck page's table
+  (tools.bottleneck_table) from the newest GPU record that holds notebook 07;
 - each notebook must have been executed, hold no error output, and show every figure it holds on
   its page (``tools.docs_checks``); a notebook never executed (committed before its first GPU
   run) is shown with a note that says so;
@@ -42,6 +43,7 @@ from mkdocs.structure.files import File
 from mkdocs.structure.files import Files
 
 try:
+    from tools.bottleneck_table import render_bottleneck_table
     from tools.docs_checks import awaits_its_first_run
     from tools.docs_checks import figure_count
     from tools.docs_checks import figures_shown
@@ -102,6 +104,7 @@ PAGE_BLOCKS = {
     "results.md": {"goals": lambda root: render_goals_table(root / "results"),
                    "notebook-tables": lambda root: render_notebook_tables(root / "results"),
                    "published-comparison": lambda root: render_published_comparison(root / "results")},
+    "bottleneck.md": {"bottleneck-video": lambda root: render_bottleneck_table(root / "results")},
 }
 
 

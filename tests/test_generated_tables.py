@@ -34,7 +34,8 @@ RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 def module_blocks(module: Any) -> dict[str, list[str]]:
     """``{command-line option of the page: its block names}`` that a module's command writes."""
     if module is results_table:
-        return {"readme": list(results_table.README_BLOCKS), "results-page": list(results_table.PAGE_BLOCKS)}
+        return {"readme": list(results_table.README_BLOCKS), "results-page": list(results_table.PAGE_BLOCKS),
+                "bottleneck-page": list(results_table.BOTTLENECK_BLOCKS)}
     return {"readme": [module.BLOCK]}
 
 

@@ -1,8 +1,8 @@
 """The results page's tables and the README's findings, generated from the committed records
 (never typed): the command that writes them.
 
-    python -m tools.results_table          # rewrite README.md's findings, docs/pages/results.md's tables
-                                           # and each notebook's bottom-line cell
+    python -m tools.results_table          # rewrite README.md's findings, docs/pages/results.md's tables,
+                                           # docs/pages/bottleneck.md's and each notebook's bottom-line cell
     python -m tools.results_table --check  # exit 1 if one of them is out of date
 
 The records are read through ``tools.records`` (``results/*.json``; format in
@@ -16,6 +16,10 @@ Each block is a module's job. The results page (docs/pages/results.md) holds, in
 - the comparison with what DALI's own tutorials printed (block ``published-comparison``):
   ``tools.published_comparison``.
 
+The bottleneck page (docs/pages/bottleneck.md, ``--bottleneck-page``) holds the table of what the
+sampler shows (block ``bottleneck-video``): ``tools.bottleneck_table``, every figure from one run,
+the newest GPU record that holds notebook 07.
+
 The README's findings block is ``tools.findings``', the notebooks' bottom-line cells
 ``tools.bottom_lines``' (``--notebooks DIR``, default ``notebooks/``). The committed page links
 to the records and notebooks from ``docs/pages/`` (``../../results/...``); the docs hook
@@ -28,6 +32,7 @@ from __future__ import annotations
 import sys
 
 from helpers.paths import REPO_ROOT
+from tools import bottleneck_table
 from tools import bottom_lines
 from tools import findings
 from tools import readme_blocks
@@ -49,6 +54,8 @@ README_BLOCKS = {findings.BLOCK: findings.render_findings}
 PAGE_BLOCKS = {GOALS_BLOCK: lambda: render_goals_table(prefix=PAGE_PREFIX),
                TABLES_BLOCK: lambda: render_notebook_tables(prefix=PAGE_PREFIX),
                PUBLISHED_BLOCK: lambda: render_published_comparison(prefix=PAGE_PREFIX)}
+# the bottleneck page's table, from the newest GPU record that holds notebook 07 (no links)
+BOTTLENECK_BLOCKS = {bottleneck_table.BLOCK: bottleneck_table.render_bottleneck_table}
 # and each notebook's bottom-line cell (tools.bottom_lines), in the notebooks of --notebooks
 OTHERS = {"notebooks": (bottom_lines.NOTEBOOKS_DIR, bottom_lines.update)}
 
@@ -56,7 +63,9 @@ OTHERS = {"notebooks": (bottom_lines.NOTEBOOKS_DIR, bottom_lines.update)}
 def main(argv: list[str] | None = None) -> int:
     return readme_blocks.main(argv, blocks=README_BLOCKS, command="python -m tools.results_table",
                               description=__doc__.split("\n")[0],
-                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS)}, others=OTHERS)
+                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS),
+                                     "bottleneck-page": (bottleneck_table.PAGE, BOTTLENECK_BLOCKS)},
+                              others=OTHERS)
 
 
 if __name__ == "__main__":
