@@ -121,5 +121,5 @@ def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode()
               "capture": [Trial(936, 0.5, 0.1, 1.0, skipped=1), Trial(936, 0.52, 0.1, 1.0, skipped=1)]}
     answer = capture_mode.conclusion(Results("t", "samples", ways, trials, fed=True), machine="cpu, test",
                                      equality=SAME, placement=None)
-    assert "over 2 paired trials of 1,000 samples each (936 timed in capture mode: its batch ready before the " \
-        "timer is not timed)." in answer
+    assert "over 2 paired trials of 1,000 samples each (936 timed in capture mode: its batch ready before " \
+        "the timer is not timed)." in answer
