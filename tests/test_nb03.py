@@ -120,10 +120,14 @@ def test_the_confirmation_measures_the_knobs_best_again_with_the_baselines(docum
         assert set(sorted(names, key=lambda n: estimate(knobs, n))[-2:]) <= set(confirmation["ways"])
     step = parameters["batch_sizes"][0]
     assert {f"eager b{step}", f"capture b{step}", f"pipeline b{step}"} <= set(confirmation["ways"])
-    workers = {int(n.split("workers=")[1]) for n in knobs["ways"] if n.startswith("dataloader")}
+    workers = {int(n.split("workers=")[1].split(" ")[0]) for n in knobs["ways"] if n.startswith("dataloader")}
     assert workers == set(parameters["dataloader_workers"])
     assert {w["knob"] for w in knobs["ways"].values()} >= {"batch size", "threads", "labels cast in torch",
-                                                          "background thread", "eager mode", "workers"}
+                                                          "background thread", "eager mode", "workers",
+                                                          "prefetch_factor"}
+    loader_batches = {int(n.split(" b")[1].split(" ")[0]) for n in knobs["ways"]
+                      if n.startswith("dataloader")}
+    assert loader_batches == set(parameters["batch_sizes"])  # the DataLoader at every batch size DALI tries
     assert results["references"]["pipeline default"] == f"pipeline b{step}"
 
 
