@@ -129,11 +129,6 @@ class Trial:
         """The share of the trial spent waiting for the loader."""
         return self.waited_s / self.seconds
 
-    @property
-    def untimed_share(self) -> float:
-        """The batches handed over untimed, as a share of those timed."""
-        return self.skipped / self.batches if self.batches else 0.0
-
     def as_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "seconds": self.seconds, "rate": self.rate,
                 "waited_s": self.waited_s, "cpu_s": self.cpu_s, "peak_gib": self.peak_gib,
@@ -385,8 +380,9 @@ class Harness:
             seconds = time.perf_counter() - start
         cpu = cpu_seconds_since(before)
         for _ in stream.rest():  # the epoch's generator run to its end (a capture loop completes)
-            raise RuntimeError(f"{way.name}: an epoch gave more batches than its first "
-                               f"({per_epoch}); the harness times whole epochs of a fixed length")
+            raise RuntimeError(f"{way.name}: an epoch gave more batches than its first ({per_epoch}); "
+                               "the harness times whole epochs of one length: give the loader epochs of "
+                               "a fixed size (pad the last batch, or drop it)")
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
         readings = busy.as_dict() if busy is not None else {}
         if seconds < MIN_READING_S:  # NVML averages over its own period: too short to read
