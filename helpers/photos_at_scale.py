@@ -39,12 +39,14 @@ from helpers.parameters import positive_ints
 from helpers.paths import relative
 
 # The goals, stated for an NVIDIA H200: (model or None, numerator role, denominator role, target).
-# tools/findings.py reads the ResNet-50 ones and the CPU-time one by these names.
+# tools/findings.py reads the ResNet-50 ones and the CPU-time one by these names. The DataLoader
+# goal for ResNet-50 was restated at steady state (h200-2026-12-04.json: the DataLoader alone made
+# 4,789 img/s, training alone 4,725, fed it reached 2,480): dynamic mode must feed 1.5x as much.
 GOALS = {
     "ResNet-50: best dynamic / ceiling": ("resnet50", "best dynamic mode", "ceiling", 0.97),
     "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", "best dynamic mode",
-                                                            "pipeline mode, same knobs", 0.97),
-    "ResNet-50: best dynamic / best DataLoader": ("resnet50", "best dynamic mode", "best DataLoader", 1.8),
+                                                            "pipeline mode, same knobs", 0.98),
+    "ResNet-50: best dynamic / best DataLoader": ("resnet50", "best dynamic mode", "best DataLoader", 1.5),
     "ResNet-18: best dynamic / pipeline mode, same knobs": ("resnet18", "best dynamic mode",
                                                             "pipeline mode, same knobs", 0.97),
     "ResNet-18: best dynamic / best DataLoader": ("resnet18", "best dynamic mode", "best DataLoader", 2.5),
