@@ -72,6 +72,9 @@ DEFAULT_MIN_SECONDS = 2.0  # a trial's least duration on a GPU
 DEFAULT_MIN_SECONDS_CPU = 1.0  # and on a CPU
 MIN_BATCHES = 10  # a trial's least count of timed batches
 MAX_UNTIMED = 0.05  # the batches handed over untimed: at most this share of those timed
+# same_work estimates an epoch from one warm-up epoch: on one H200 (01, 2026-12-04) the timed
+# epochs ran up to 11% faster than it, and a trial of the fastest way lasted 1.78 s of 2 s
+SAME_WORK_MARGIN = 1.25
 MIN_READING_S = 1.0  # NVML's readings are kept only from trials this long or longer
 SETTLE_MOST_S = 10.0  # the longest wait for the way before to finish
 SETTLE_POLL_S = 0.05
@@ -396,7 +399,8 @@ class Harness:
     def same_work(self, ways: Sequence[Way]) -> int:
         """The epochs a trial for every way of ``ways`` to time the same samples at steady state:
         each way's second epoch timed (after its warm-up), then the fewest epochs for which the
-        fastest way's trial lasts ``min_seconds`` and every way counts ``min_batches`` and hands
+        fastest way's trial lasts ``min_seconds`` (by its warm-up epoch, with a margin of
+        ``SAME_WORK_MARGIN``) and every way counts ``min_batches`` and hands
         over at most ``MAX_UNTIMED`` untimed."""
         fastest, needed = math.inf, 1
         for way in ways:
@@ -408,7 +412,8 @@ class Harness:
             fastest = min(fastest, time.perf_counter() - start)
             ready = ahead_batches(loader)
             needed = max(needed, math.ceil((self.min_batches + ready) / count), _epochs_for(ready, count))
-        return max(needed, math.ceil(self.min_seconds / fastest) if fastest > 0 else 1)
+        target = self.min_seconds * SAME_WORK_MARGIN
+        return max(needed, math.ceil(target / fastest) if fastest > 0 else 1)
 
     def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
             epochs: int | None = None, same_work: bool = False,
@@ -427,13 +432,15 @@ class Harness:
         by_name = {w.name: w for w in ways}
         for way in ways:
             self.loader(way)
+        duration_bound = epochs is None  # with same_work too: the fastest way's trials last min_seconds
+        timed_for = self.min_seconds if duration_bound else 0.0
         if same_work and epochs is None:
             epochs = self.same_work(ways)
         bar = _bar(rounds * len(ways), label)
         start = time.perf_counter()
         order_seed = f"{self.seed}:{label}"
         results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None,
-                          order_seed=order_seed, min_seconds=self.min_seconds if epochs is None else 0.0,
+                          order_seed=order_seed, min_seconds=timed_for,
                           startup_s={n: self.startup_s[n] for n in names if n in self.startup_s})
         shuffle = random.Random(order_seed)
 
@@ -459,7 +466,7 @@ class Harness:
         span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         self.say(f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
                  f"{span} epoch{'s' * (counts != [1])} a trial"
-                 + (f" (at least {self.min_seconds:g} s)" if epochs is None else "")
+                 + (f" (at least {timed_for:g} s)" if duration_bound else "")
                  + f", in {_duration(results.seconds)}")
         return results
 

@@ -234,8 +234,8 @@ def test_same_work_times_the_same_samples_for_every_way_and_lasts_for_the_fastes
     ways = [way("fast", [], batches=5, pause=0.002), way("slow", [], batches=5, pause=0.006)]
     results = harness.run(ways, 2, label="same", same_work=True)
     batches = {t.batches for ts in results.trials.values() for t in ts}
-    assert len(batches) == 1 and min(t.seconds for t in results.trials["fast"]) >= 0.15 * 0.8
-    assert results.min_seconds == 0.0  # the run times a fixed amount, not a duration
+    assert len(batches) == 1 and min(t.seconds for t in results.trials["fast"]) >= 0.15
+    assert results.min_seconds == 0.15  # the fastest way's trials last it: check_steady checks them
 
 
 def test_hardware_readings_of_a_trial_shorter_than_a_second_are_dropped(monkeypatch):
