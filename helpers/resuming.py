@@ -462,19 +462,19 @@ def epoch_cost(bench: Any, slower: str, faster: str) -> tuple[int, float] | None
 
 
 def _per_epoch(bench: Any, resumable: Ratio) -> str:
-    """Resumable capture against capture with one reader, said as what it is: a cost paid once an
-    epoch (a new reader, trace and pipeline), for epochs of this run's length."""
-    said = versus(resumable, "capture mode with one reader")
+    """Resumable capture against capture with one reader, for epochs of this run's length: what
+    one run at one epoch length shows, not how the cost splits between once an epoch (a new
+    reader, trace and pipeline) and every step (the checkpoints)."""
+    said = versus(resumable, "capture mode with one reader and no checkpoints")
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
+    unsplit = ("this run times one epoch length, so it does not split the cost between each epoch's "
+               "new reader, trace and pipeline and each step's checkpoints")
     if found is None:
-        return (f"**{said}** over this run's epochs: a cost paid once an epoch (a new reader, trace "
-                "and pipeline), not a property of the mode")
+        return f"**{said}** over this run's epochs: {unsplit}"
     steps, seconds = found
     change = (f"about {seconds:.2f} s more an epoch" if seconds > 0
               else f"about {-seconds:.2f} s less an epoch")
-    return (f"**{said}** over epochs of {steps} steps, {change} (from the mean rates): a cost paid "
-            "once an epoch (a new reader, trace and pipeline), so the ratio holds for epochs of this "
-            "length, not for the mode")
+    return f"**{said}** over epochs of {steps} steps, {change} (from the mean rates): {unsplit}"
 
 
 def _said(check: Mapping[str, Any]) -> str:

@@ -462,12 +462,13 @@ def limit_sentence(
         )
     elif shares[nearest].high < 1:
         said = (
-            "every way decoded fewer frames/s than straight-through decoding (the nearest, "
+            "every way decoded fewer frames/s than straight-through decoding (the one decoding the most, "
             f"`{nearest}`, {shares[nearest]}): here it bounded them all"
         )
     else:
         said = (
-            f"the nearest way, `{nearest}`, decoded frames/s not distinguishable from straight-through "
+            f"the way decoding the most, `{nearest}`, decoded frames/s not distinguishable from "
+            "straight-through "
             f"decoding ({shares[nearest]}), and none decoded more by its interval"
         )
     nvdec = {n: v for n, v in ((w.name, busy(alone, w.name)) for w in alone.ways) if v is not None}

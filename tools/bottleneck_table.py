@@ -209,7 +209,7 @@ def rows(reader: Reader) -> list[tuple[str, str, str, str]]:
         ("The loop waits; NVDEC busy at about one engine's share (100 / engines %)",
          "one video reader: one decoding session",
          "one reader per decoder, one shard each (`helpers.sharded.ShardedFeed`)", readers),
-        ("NVDEC near 100%", "the decoders themselves",
+        ("NVDEC near its limit (the probe's reading, notebook 07 section 3)", "the decoders themselves",
          "less decoding work a clip: a shorter GOP (keyframes closer, fewer frames decoded a clip), "
          "smaller videos; or frames NVDEC decodes faster: HEVC instead of H.264 keeps the same frames "
          "a clip, and whether NVDEC decodes them faster is measured beside", decoders),
@@ -220,8 +220,9 @@ def rows(reader: Reader) -> list[tuple[str, str, str, str]]:
         ("CPU busy, NVDEC idle, the loop waits", "decoding on the CPU (PyAV, FFmpeg)",
          "decode on the GPU", cpu),
         ("GPU (kernels) busy, the loop hardly waits",
-         "the model, and the loader's own kernels beside it (colour conversion, resize)",
-         "little on the data side: fewer or cheaper kernels in the loader's step, such as a smaller resize",
+         "the model, and the loader's work beside it (its CPU threads, or its decoding and resizing "
+         "kernels): the run does not say which",
+         "little on the data side: less work in the loader's step, such as a smaller resize",
          model),
     ]
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
+from helpers.video_feeding import DEFAULTS as VIDEO_DEFAULTS
 from tools.goal_check import goal_problems
 from tools.record_format import NotebookEntry
 from tools.record_format import Record
@@ -148,7 +149,8 @@ def _getting_started(get: Lookup) -> list[str]:
         default = get.ratio(NB01, "ratios", "gpu_over_cpu")
         nvjpg = get.value(NB01, "headline").get("hw_gpu_nvjpg_pct")
         busy = f" (NVJPG {nvjpg:.0f}% busy)" if nvjpg is not None else ""
-        return [f"decoding the photographs at hw_decoder_load 1{busy}, the GPU was "
+        views = get.value(NB01, "parameters", "speed_images")
+        return [f"decoding {views} JPEG views of the photographs at hw_decoder_load 1{busy}, the GPU was "
                 f"{versus(hardware, f'CPU decoding at {threads} threads')}.",
                 f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}."]
     # records before the suite's harness (2026-12-02 and earlier): a sweep of settings
@@ -201,9 +203,12 @@ def _photos(get: Lookup) -> list[str]:
     size = get.value(NB05, "parameters", "image_size")
     at = _dynamic_at(get, NB05, "capture", "selection")
     capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
+    picked = get.value(NB05, "results", "picks", "capture")["best"]
+    knobs = picked.split(", ", 1)[1] if ", " in picked else picked  # "capture, threads 8" -> "threads 8"
+    at = at.replace(" (a tie", f" ({knobs}; a tie") if "(a tie" in at else f"{at} ({knobs})"
     return [f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
             f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
-            "Alone, a DataLoader used " + versus(cpu, capture,
+            "Alone, the best DataLoader (PIL decoding on the CPU) used " + versus(cpu, capture,
                                                  faster="more CPU time per image than",
                                                  slower="less CPU time per image than") + "."]
 
@@ -215,13 +220,16 @@ def _resuming(get: Lookup) -> list[str]:
     resumable = "capture, epoch readers + checkpoints / "
     ratios = {key: get.ratio(NB06, "benchmark", "ratios", resumable + key) for key in against}
     words = [versus(ratios[key], other) for key, other in against.items()]
-    # slower than one reader: what a new reader, trace and pipeline cost, once an epoch
-    paid = ": a cost paid once an epoch" if ratios["capture"].high < 1 else ""
     steps = get.value(NB06, "results", "steps_per_epoch")
-    return [f"killed at step {resume['kill_step']}, training resumed from step {resume['resumed_from']} "
-            f"{same}.",
-            f"Over epochs of {steps} steps, resumable capture mode (a new reader each epoch, checkpoints) "
-            f"was {' and '.join(words)}{paid}."]
+    sentences = [f"killed at step {resume['kill_step']}, training resumed from step "
+                 f"{resume['resumed_from']} {same}.",
+                 f"Over epochs of {steps} steps, resumable capture mode (a new reader each epoch, "
+                 f"checkpoints) was {' and '.join(words)}."]
+    rebuild = "capture, epoch readers / capture"  # a new reader each epoch, without checkpoints
+    if rebuild in get.value(NB06, "results", "benchmark", "ratios"):
+        sentences.append(f"A new reader each epoch without checkpoints was "
+                         f"{versus(get.ratio(NB06, 'benchmark', 'ratios', rebuild), 'capture mode')}.")
+    return sentences
 
 
 def _video(get: Lookup) -> list[str]:
@@ -238,7 +246,10 @@ def _video(get: Lookup) -> list[str]:
     busy = f" (NVDEC {nvdec:.0f}% busy)" if nvdec is not None else ""
     who = (f"{readers} DALI readers, one shard each{busy}, were" if readers > 1
            else f"one DALI reader{busy} was")
-    sizes = [(alone, f"at its default size, gop {gop}")]
+    parameters = get.value(NB07, "parameters")  # resolution None: the default of the device it ran on
+    by_device = {"gpu": VIDEO_DEFAULTS["resolution"][0], "cpu": VIDEO_DEFAULTS["resolution"][1]}
+    resolution = parameters.get("resolution") or by_device.get(parameters.get("device"))
+    sizes = [(alone, f"at {resolution or 'its default size'}, gop {gop}")]
     sizes += [(get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}")
               for size in get.value(NB07, "results", "sweep", "dali_over_dataloader")]
     return [f"on {codec} clips of {frames} frames, loading alone, {who} "
