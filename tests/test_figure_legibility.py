@@ -124,8 +124,8 @@ def _rates() -> dict[str, list[float]]:
 
 
 def _goals(wide: bool = False) -> dict[str, dict[str, object]]:
-    """Goals as notebook 07 recorded them (results/h200-2026-12-02-video.json and
-    results/h200-2026-12-03-video.json): ratios below their goals, where the old chart wrote
+    """Goals as notebook 07 recorded them (results/h200-2026-12-02-2.json and
+    results/h200-2026-12-03.json): ratios below their goals, where the old chart wrote
     "0.15x (not met)" and "0.84x (not met)" over the goals' ticks, long names; ``wide``: with
     a wide interval far right too (the axis' scale shrinks)."""
     def goal(ratio: float, low: float, high: float, target: float, verdict: str) -> dict[str, object]:
