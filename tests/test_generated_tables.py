@@ -916,5 +916,6 @@ def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> N
     results = _fake_results(tmp_path, {findings.NB02: _fake_entries(_ratio(1.3, 1.2, 1.5))[findings.NB02],
                                        "08-new": {"results": {}}})
     assert "No record in `results/` holds 09-newer yet" in bottom_lines.bottom_line("09-newer", results)
-    with pytest.raises(ValueError, match="08-new has a record but no function .* tools.findings.NOTEBOOKS"):
+    with pytest.raises(ValueError, match="08-new has a record but is not a notebook of the registry .* "
+                                         "notebooks/NN-slug.ipynb"):
         bottom_lines.bottom_line("08-new", results)

@@ -23,6 +23,8 @@ from test_docs_site import load_hooks
 from test_docs_site import site_nav
 
 from helpers.paths import REPO_ROOT
+from tools import bottom_lines
+from tools import findings
 from tools import inventory
 from tools import notebook_tables
 from tools import registry
@@ -91,6 +93,33 @@ def test_the_inventory_and_the_results_page_list_notebook_99(checkout: tuple[Pat
                     "No: it computes nothing | — / — |"]
     assert notebook_tables.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
     assert notebook_tables.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
+
+
+def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_record(
+        checkout: tuple[Path, Path]) -> None:
+    """With no function of its own in tools.findings, notebook 99's record still gives it a README
+    bullet (its title, its goals' ratios) and a bottom line (with the goals' verdicts)."""
+    root, _ = checkout
+    goal = {"ratio": 1.3, "ci95": [1.2, 1.5], "trials": 5, "goal": 1.1, "verdict": "met"}
+    record = {"machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": "2099-01-01",
+              "notebooks": {"99-dummy": {
+                  "created": "2099-01-01T09:00:00+00:00", "parameters": {"answer": 1}, "headline": {},
+                  "results": {"goals": {"answer / nothing": goal}}, "seconds": 1.0,
+                  "run": {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
+                          "command": "python -m tools.suite run", "commit": "abc"}}}}
+    results = root / "results"
+    (results / "cpu-2099-01-01.json").write_text(json.dumps(record), encoding="utf-8")
+    try:
+        (bullet,) = [f for f in findings.findings(results) if f.notebooks == ("99-dummy",)]
+        assert bullet.topic == "A dummy"
+        assert bullet.text == "answer / nothing, 1.30x [1.20-1.50] (goal 1.1x)."
+        line = bottom_lines.bottom_line("99-dummy", results)
+        assert "(record [`cpu-2099-01-01.json`]" in line and bullet.text in line
+        assert "Its goal (answer / nothing) is stated for GPUs and not judged on this run." in line
+        assert [f.notebooks for f in findings.findings(results)][:7] == [
+            (name,) for name in findings.NOTEBOOKS]  # the hand-written ones first, in their order
+    finally:
+        (results / "cpu-2099-01-01.json").unlink()
 
 
 def test_the_docs_nav_and_files_take_notebook_99(checkout: tuple[Path, Path]) -> None:

@@ -5,7 +5,7 @@ record, never typed.
     python -m tools.results_table --check  # exit 1 if a notebook's bottom line is out of date
 
 The cell says on which machine and in which record (a link) the notebook's figures were measured,
-then what the notebook found (:data:`tools.findings.NOTEBOOKS`: the README's sentence for that
+then what the notebook found (:func:`tools.findings.writers`: the README's sentence for that
 notebook, each ratio with its 95% interval and worded by it) and its goals' verdicts as the
 record states them (each checked against its interval, :meth:`tools.findings.Lookup.goals`).
 The record is the one the README's findings read: the newest of a machine with a GPU that holds
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
-from tools.findings import NOTEBOOKS
 from tools.findings import Finding
 from tools.findings import Lookup
 from tools.findings import find
+from tools.findings import writers
 from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import newest_gpu_first
@@ -86,10 +86,11 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
     if notebook not in chosen:
         return (f"**Bottom line.** No record in `results/` holds {notebook} yet: its bottom line "
                 "comes with its first run.")
-    if notebook not in NOTEBOOKS:
-        raise ValueError(f"{notebook} has a record but no function that writes its finding: add one to "
-                         "tools.findings.NOTEBOOKS")
-    topic, write = NOTEBOOKS[notebook]
+    known = writers(results_dir)
+    if notebook not in known:
+        raise ValueError(f"{notebook} has a record but is not a notebook of the registry beside "
+                         f"{results_dir}: name it notebooks/NN-slug.ipynb with its metadata entry")
+    topic, write = known[notebook]
 
     def with_goals(get: Lookup) -> list[str]:
         found = write(get)

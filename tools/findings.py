@@ -37,6 +37,7 @@ from typing import Any
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
 from helpers.video_feeding import DEFAULTS as VIDEO_DEFAULTS
+from tools import registry
 from tools.goal_check import goal_problems
 from tools.record_format import NotebookEntry
 from tools.record_format import Record
@@ -270,6 +271,31 @@ NOTEBOOKS: dict[str, tuple[str, Write]] = {
 }
 
 
+def _goals_only(notebook: str) -> Write:
+    """What a notebook without a function of its own found: its goals' ratios, each with its
+    target (the bottom line adds their verdicts)."""
+
+    def write(get: Lookup) -> list[str]:
+        goals = get.goals(notebook)
+        if not goals:
+            return ["its record holds no goals: its notebook shows what it measured."]
+        said = [f"{name}, {get.ratio(notebook, 'goals', name)} (goal {goal['goal']:g}x)"
+                for name, goal in goals.items()]
+        return [f"{'; '.join(said)}."]
+
+    return write
+
+
+def writers(results_dir: Path = RESULTS) -> dict[str, tuple[str, Write]]:
+    """:data:`NOTEBOOKS`, then every other notebook of the registry (``tools.registry``, the
+    notebooks beside ``results_dir``), its title as the topic and its goals as its finding: a new
+    notebook needs no function here to be in the README and to get a bottom line."""
+    found = dict(NOTEBOOKS)
+    for notebook in registry.notebooks(results_dir.parent):
+        found.setdefault(notebook.slug, (notebook.title, _goals_only(notebook.slug)))
+    return found
+
+
 def _answer(get: Lookup) -> list[str]:
     """The one line a learner needs: whether dynamic mode pays off in place of a DataLoader and
     of pipeline mode, on a heavy model (05) and a light one (03), and by how much."""
@@ -316,9 +342,11 @@ def find(topic: str, write: Write, chosen: dict[str, Record]) -> Finding:
 
 
 def findings(results_dir: Path = RESULTS) -> list[Finding]:
-    """A finding per notebook of :data:`NOTEBOOKS`, written from the records of ``results_dir``."""
+    """A finding per notebook of :data:`NOTEBOOKS`, then one per other registered notebook that
+    a record holds (:func:`writers`), written from the records of ``results_dir``."""
     chosen = newest_gpu_first(results_dir)
-    return [find(topic, write, chosen) for topic, write in NOTEBOOKS.values()]
+    return [find(topic, write, chosen) for name, (topic, write) in writers(results_dir).items()
+            if name in NOTEBOOKS or name in chosen]
 
 
 def answer(results_dir: Path = RESULTS) -> Finding:
