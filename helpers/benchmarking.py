@@ -153,6 +153,11 @@ class Ratio:
         return (self.ratio * (1 - precision) <= self.low
                 and self.high <= self.ratio * (1 + precision))
 
+    def as_record(self, count: str = "trials") -> dict[str, Any]:
+        """The ratio as a record keeps it: ``{"ratio", "ci95": [low, high], count}``, the number
+        of trials under ``count`` (``"launches"`` where each trial is a launch)."""
+        return {"ratio": self.ratio, "ci95": [self.low, self.high], count: self.trials}
+
     def goal(self, goal: float, count: str = "trials") -> dict[str, Any]:
         """The record of a goal: ``{"ratio", "ci95", "goal", "verdict", count}``."""
         return {"ratio": self.ratio, "ci95": [self.low, self.high], "goal": goal,
@@ -218,31 +223,6 @@ def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:
         return (math.exp(centre),) * 3
     half = _t_quantile(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
-
-
-def rate_table(rates: Mapping[str, Sequence[float]], unit: str, index: str = "configuration") -> Any:
-    """The table beside a chart of rates (a pandas DataFrame): a row per configuration of
-    ``rates`` (its trials' rates, in ``unit`` such as ``"samples/s"``) with the geometric mean,
-    its 95% interval (:func:`rate_interval`), the CV, whether it is noisy (CV > 10%), and the
-    number of trials."""
-    import pandas as pd
-
-    rows = []
-    for name, values in rates.items():
-        estimate, low, high = rate_interval(values)
-        spread = summarize(values)
-        rows.append({index: name, unit: round(estimate), "95% low": round(low), "95% high": round(high),
-                     "CV": f"{spread['cv']:.1%}", "noisy (CV > 10%)": "yes" if spread["noisy"] else "",
-                     "trials": len(values)})
-    return pd.DataFrame(rows).set_index(index)
-
-
-def select_best(candidates: Mapping[str, Sequence[float]]) -> str:
-    """The candidate with the highest median rate on its selection trials. Report it from
-    confirmation trials measured afterwards (``ratio`` on those), never from these."""
-    if not candidates:
-        raise ValueError("no candidates to select from")
-    return max(candidates, key=lambda name: statistics.median(candidates[name]))
 
 
 def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:

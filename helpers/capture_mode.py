@@ -183,10 +183,6 @@ def is_embedded(data_path: str) -> bool:
     return data.origin.startswith("embedded") and str(data.mnist_training) == str(data_path)
 
 
-def _ratio_record(r: Ratio) -> dict[str, Any]:
-    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
-
-
 def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals: Mapping[str, Any],
            equality: Mapping[str, Any],
            identical: bool, test_digits: int, data_path: str, captured: list[str] | None,
@@ -203,7 +199,7 @@ def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals
                 "last_epoch_mean_loss_eager": losses["eager"][-1],
                 "last_epoch_mean_loss_capture": losses["capture"][-1],
                 "test_accuracy_eager": accuracies["eager"], "test_accuracy_capture": accuracies["capture"]}
-    ratios = {"capture_over_eager": _ratio_record(capture_over_eager)}
+    ratios = {"capture_over_eager": capture_over_eager.as_record()}
     decode = {"cpu": [], "gpu": []}
     if placement is not None:
         cpu, gpu = "decode on the CPU", "decode on the GPU"
@@ -211,7 +207,7 @@ def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals
         headline |= {"capture_cpu_decode_samples_per_s": placement.estimate(cpu)[0],
                      "capture_gpu_decode_samples_per_s": placement.estimate(gpu)[0],
                      "gpu_decode_over_cpu_decode": placement.ratio(gpu, cpu).ratio}
-        ratios["gpu_decode_over_cpu_decode"] = _ratio_record(placement.ratio(gpu, cpu))
+        ratios["gpu_decode_over_cpu_decode"] = placement.ratio(gpu, cpu).as_record()
     results = {
         "training": {mode: {"trial_samples_per_s": rates[mode], "losses": list(losses[mode]),
                             "test_accuracy": accuracies[mode]} for mode in rates},

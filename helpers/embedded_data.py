@@ -31,8 +31,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +103,39 @@ def _check_replaceable(dest: Path) -> None:
             f"{dest} exists but was not made by `make data` (no {MANIFEST} inside). "
             "It is left untouched: move it away, then run `make data` again."
         )
+
+
+@dataclass
+class _Build:
+    """A build in progress (:func:`_rebuilding`): the body writes into ``tmp``, then sets
+    ``manifest``, the record of what it wrote, which is written last."""
+
+    tmp: Path
+    manifest: dict | None = None
+
+
+@contextmanager
+def _rebuilding(data_dir: Path, dest: Path, current: Callable[[], bool]) -> Iterator[_Build | None]:
+    """Every build of ``dest``, under the build lock of ``data_dir``: yields None when
+    ``current()`` finds the build there up to date (nothing to do), else a :class:`_Build` whose
+    ``tmp`` the body fills and whose ``manifest`` it sets; on leaving, ``tmp`` (with its manifest)
+    replaces ``dest``. A folder at ``dest`` that `make data` did not make is refused and left
+    untouched; leftovers of interrupted builds are removed first; a body that raises leaves
+    ``dest`` as it was, and its temporary folder is removed."""
+    with _build_lock(data_dir):
+        if current():
+            yield None
+            return
+        _check_replaceable(dest)
+        _remove_stale_builds(data_dir)
+        build = _Build(_fresh_tmp(dest))
+        try:
+            yield build
+            if build.manifest is None:
+                raise RuntimeError(f"the build of {dest} recorded no manifest")
+            _commit(build.tmp, dest, build.manifest)
+        finally:
+            shutil.rmtree(build.tmp, ignore_errors=True)  # moved to ``dest`` unless the build failed
 
 
 # --- MNIST -----------------------------------------------------------------------------------
@@ -177,17 +212,21 @@ def _write_mnist(tmp: Path, split: str, records: int, seed: int) -> dict:
     }
 
 
+def _mnist_current(dest: Path, split: str, records: int) -> bool:
+    """True when ``dest`` is a finished build of ``split`` of the current layout (of ``records``
+    records, for the training split)."""
+    if not is_complete(dest):
+        return False
+    manifest = read_manifest(dest)
+    same_records = split == "testing" or manifest.get("records") == records
+    return manifest.get("layout") == MNIST_LAYOUT and same_records
+
+
 def _build_split(data_dir: Path, split: str, records: int, seed: int, force: bool) -> Path:
     dest = data_dir / "dali_extra" / (MNIST_TRAINING if split == "training" else MNIST_TESTING)
-    if not force and is_complete(dest):
-        manifest = read_manifest(dest)
-        same_records = split == "testing" or manifest.get("records") == records
-        if manifest.get("layout") == MNIST_LAYOUT and same_records:
-            return dest
-    _check_replaceable(dest)
-    _remove_stale_builds(data_dir)
-    tmp = _fresh_tmp(dest)
-    _commit(tmp, dest, _write_mnist(tmp, split, records, seed))
+    with _rebuilding(data_dir, dest, lambda: not force and _mnist_current(dest, split, records)) as build:
+        if build is not None:
+            build.manifest = _write_mnist(build.tmp, split, records, seed)
     return dest
 
 
@@ -196,9 +235,8 @@ def build_mnist(data_dir: Path, records: int = MNIST_RECORDS, seed: int = 0, for
     there; returns the training folder (``testing`` lies beside it)."""
     if records < 1:
         raise ValueError(f"records must be a positive number, not {records}")
-    with _build_lock(data_dir):
-        training = _build_split(data_dir, "training", records, seed, force)
-        _build_split(data_dir, "testing", records, seed, force)
+    training = _build_split(data_dir, "training", records, seed, force)
+    _build_split(data_dir, "testing", records, seed, force)
     return training
 
 
@@ -278,13 +316,9 @@ def photos_current(path: Path) -> bool:
 def build_photos(data_dir: Path, force: bool = False) -> Path:
     """Build ``<data_dir>/images`` (two class folders of JPEG photographs)."""
     dest = data_dir / "images"
-    with _build_lock(data_dir):
-        if not force and photos_current(dest):
-            return dest
-        _check_replaceable(dest)
-        _remove_stale_builds(data_dir)
-        tmp = _fresh_tmp(dest)
-        _commit(tmp, dest, _write_photos(tmp))
+    with _rebuilding(data_dir, dest, lambda: not force and photos_current(dest)) as build:
+        if build is not None:
+            build.manifest = _write_photos(build.tmp)
     return dest
 
 
@@ -495,15 +529,11 @@ def build_photo_set(data_dir: Path, size: int = PHOTO_SET_SIZE, seed: int = 0, f
     a large one."""
     dest = photo_set_dir(data_dir, size)
     images = build_photos(data_dir)
-    with _build_lock(data_dir):
-        if not force and photo_set_current(dest, size, seed):
-            return dest
-        _check_replaceable(dest)
-        _remove_stale_builds(data_dir)
-        tmp = _fresh_tmp(dest)
-        if workers is None:  # starting processes costs more than a small set takes
-            workers = default_workers() if size >= 256 else 1
-        _commit(tmp, dest, _write_photo_set(tmp, images, size, seed, workers))
+    with _rebuilding(data_dir, dest, lambda: not force and photo_set_current(dest, size, seed)) as build:
+        if build is not None:
+            if workers is None:  # starting processes costs more than a small set takes
+                workers = default_workers() if size >= 256 else 1
+            build.manifest = _write_photo_set(build.tmp, images, size, seed, workers)
     return dest
 
 

@@ -26,11 +26,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from helpers.embedded_data import _build_lock
-from helpers.embedded_data import _check_replaceable
-from helpers.embedded_data import _commit
-from helpers.embedded_data import _fresh_tmp
-from helpers.embedded_data import _remove_stale_builds
+from helpers.embedded_data import _rebuilding
 from helpers.embedded_data import build_photos
 from helpers.embedded_data import is_complete
 from helpers.embedded_data import photo_set_sources
@@ -166,12 +162,10 @@ def build_video_set(data_dir: Path, *, codec: str = "vp9", width: int = 320, hei
     parameters = dict(codec=codec, width=width, height=height, frames=frames, gop=gop,
                       per_class=per_class, fps=fps, seed=seed)
     images = build_photos(data_dir)
-    with _build_lock(data_dir):
-        if not force and video_set_current(dest, parameters):
+    with _rebuilding(data_dir, dest, lambda: not force and video_set_current(dest, parameters)) as build:
+        if build is None:
             return dest
-        _check_replaceable(dest)
-        _remove_stale_builds(data_dir)
-        tmp = _fresh_tmp(dest)
+        tmp = build.tmp
         sources = photo_set_sources(images)
         jobs = []
         for label in sources:
@@ -188,8 +182,8 @@ def build_video_set(data_dir: Path, *, codec: str = "vp9", width: int = 320, hei
                 _encode_job(job)
         files = {path.relative_to(tmp).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
                  for path, *_ in jobs}
-        _commit(tmp, dest, {"layout": VIDEO_LAYOUT, "parameters": parameters,
-                            "classes": list(sources), "files": files})
+        build.manifest = {"layout": VIDEO_LAYOUT, "parameters": parameters,
+                          "classes": list(sources), "files": files}
     return dest
 
 

@@ -220,8 +220,7 @@ def record(*, folder: Any, device: str, images: Any, corners: Any, selected: Map
         "gaps_vs_cpu": {name: {"mean": mean, "max": largest} for name, (mean, largest) in gaps.items()},
         "speed_distinct_images": views.distinct, "reference_threads": threads,
         "speed_test": speed.as_record(),
-        "ratios": {key: {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
-                   for key, r in ratios.items()},
+        "ratios": {key: r.as_record() for key, r in ratios.items()},
         "goals": goals(speed, threads),
     }
     headline = {"cpu_decode_img_s": speed.estimate(_way(speed, "cpu"))[0]}

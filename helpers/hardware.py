@@ -176,12 +176,3 @@ class Sampler:
         if self.handle is not None:
             self.nvml.nvmlShutdown()
             self.handle, self.readers = None, {}
-
-
-def busy_line(busy: dict[str, Any]) -> str:
-    """A trial's readings in a line: ``NVDEC 91% (max 100%), GPU 40%, CPU 12%``."""
-    parts = [f"{label.split(' ')[0]} {busy[key]:.0f}% (max {busy[key.replace('_pct', '_max_pct')]:.0f}%)"
-             for key, label in ENGINES.items() if busy.get(key) is not None]
-    if busy.get("cpu_pct") is not None:
-        parts.append(f"CPU {busy['cpu_pct']:.0f}%")
-    return ", ".join(parts) or "not measured"

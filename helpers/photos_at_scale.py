@@ -334,10 +334,6 @@ def headline(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str
     return figures
 
 
-def _r(r: Ratio) -> dict[str, Any]:
-    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials}
-
-
 def reported(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) -> dict[str, Ratio]:
     """The other ratios the answer states, by name."""
     dynamic = roles["best dynamic mode"]
@@ -358,9 +354,9 @@ def record(selection: Results, alone: Results, fed: Mapping[str, Results], roles
     found = goals(alone, fed, roles)
     results = {"selection": selection.as_record(), "alone": alone.as_record(),
                "fed": {m: r.as_record() for m, r in fed.items()}, "roles": dict(roles), "knobs": dict(knobs),
-               "picks": {k: {"best": p.best, "ties": {n: _r(r) for n, r in p.ties.items()}}
+               "picks": {k: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
                          for k, p in picks.items()},
-               "goals": found, "reported": {k: _r(r) for k, r in reported(alone, fed, roles).items()},
+               "goals": found, "reported": {k: r.as_record() for k, r in reported(alone, fed, roles).items()},
                "captured": {name: guard.captured for name, guard in (captured or {}).items()},
                **{k: v.as_record() if hasattr(v, "as_record") else v for k, v in checks.items()}}
     return results, headline(alone, fed, roles, found)

@@ -386,8 +386,7 @@ def kill_step_before_the_last_epoch(setup: Setup, every: int, epochs: int) -> in
 
 def ratio_record(r: Ratio) -> dict[str, Any]:
     """A ratio as the record keeps it, with the words of :func:`helpers.benchmarking.versus`."""
-    return {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": r.trials,
-            "verdict": versus(r, "the second").split(" (")[0]}
+    return {**r.as_record(), "verdict": versus(r, "the second").split(" (")[0]}
 
 
 def costs(bench: Any, writes: Sequence[float], resumes: Mapping[str, Mapping[str, Any]], *, every: int,

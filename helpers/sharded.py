@@ -171,10 +171,6 @@ class ShardedFeed:
         """Every shard's samples (each sample once); None until every shard has run a batch."""
         return None if None in self.sizes else sum(self.sizes)  # type: ignore[arg-type]
 
-    @property
-    def threads_alive(self) -> int:
-        return sum(t.is_alive() for t in self._threads)
-
 
 class RoundRobin:
     """Pipeline mode's counterpart: ``N`` loaders (``helpers.loaders.PipelineFeed``, pipeline

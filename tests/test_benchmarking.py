@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from helpers.benchmarking import machine_info
 from helpers.benchmarking import rate_interval
 from helpers.benchmarking import ratio
 from helpers.benchmarking import save_results
-from helpers.benchmarking import select_best
 from helpers.benchmarking import summarize
 
 
@@ -120,13 +118,10 @@ def test_rates_must_be_positive() -> None:
         rate_interval([])
 
 
-def test_rate_interval_and_selection() -> None:
+def test_rate_interval() -> None:
     estimate, low, high = rate_interval([100.0, 110.0, 90.0])
     assert low < estimate < high and estimate == pytest.approx((100 * 110 * 90) ** (1 / 3))
     assert rate_interval([5.0]) == (pytest.approx(5.0),) * 3
-    assert select_best({"a": [1.0, 9.0, 2.0], "b": [3.0, 3.0, 3.0]}) == "b"  # by the median
-    with pytest.raises(ValueError):
-        select_best({})
 
 
 def test_machine_info_names_what_numbers_depend_on() -> None:
@@ -153,17 +148,15 @@ def test_within_says_whether_the_interval_is_narrow_enough() -> None:
     assert not ratio([1.0], [2.0]).within(0.5)  # one round: no interval at all
 
 
-def test_a_rate_table_has_a_row_per_configuration_with_its_interval() -> None:
-    from helpers.benchmarking import rate_interval
-    from helpers.benchmarking import rate_table
-
-    rates = {"eager": [100.0, 110.0, 105.0], "capture": [200.0, 150.0, 260.0]}
-    table = rate_table(rates, "samples/s")
-    assert list(table.index) == ["eager", "capture"] and table.index.name == "configuration"
-    estimate, low, high = rate_interval(rates["capture"])
-    cv = statistics.stdev(rates["capture"]) / statistics.fmean(rates["capture"])
-    assert table.loc["capture"].tolist() == [round(estimate), round(low), round(high), f"{cv:.1%}", "yes", 3]
-    assert table.loc["eager", "noisy (CV > 10%)"] == "" and table.loc["eager", "samples/s"] == 105
+def test_a_ratio_as_a_record_is_its_ratio_interval_and_count() -> None:
+    r = ratio([110.0, 120.0, 100.0], [100.0, 100.0, 100.0])
+    record = r.as_record()
+    assert record == {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": 3}
+    assert list(record) == ["ratio", "ci95", "trials"]  # the order committed records keep
+    assert type(record["ci95"]) is list  # a JSON array, as written before
+    assert json.loads(json.dumps(record)) == record
+    assert Ratio(2.0, 1.5, 2.5, 4, False).as_record("launches") == {"ratio": 2.0, "ci95": [1.5, 2.5],
+                                                                      "launches": 4}
 
 
 def test_a_ratio_beside_a_goal_keeps_its_bounds_on_their_side_of_the_goal() -> None:

@@ -92,7 +92,7 @@ def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monke
     with pytest.raises(KeyboardInterrupt):
         embedded_data.build_mnist(tmp_path, records=10)
     dest = tmp_path / "dali_extra" / MNIST_TRAINING
-    assert not dest.exists()
+    assert not dest.exists() and not list(tmp_path.rglob(".build-*"))
     monkeypatch.undo()
     embedded_data.build_mnist(tmp_path, records=10)
     assert embedded_data.is_complete(dest) and not list(tmp_path.rglob(".build-*"))
@@ -116,6 +116,55 @@ def test_a_killed_make_data_is_rebuilt_cleanly(tmp_path: Path) -> None:
     assert embedded_data.read_manifest(dest)["records"] == 2000
     assert embedded_data.is_complete(tmp_path / "images")
     assert not list(tmp_path.rglob(".build-*"))
+
+
+def _beside(dest: Path) -> list[str]:
+    """What lies in the data folder of ``dest``, but for the build lock."""
+    return sorted(p.name for p in dest.parent.iterdir() if p.name != ".build.lock")
+
+
+def _built(data_dir: Path, dest: Path, text: str) -> None:
+    with embedded_data._rebuilding(data_dir, dest, lambda: False) as build:
+        (build.tmp / "data.txt").write_text(text)
+        build.manifest = {"text": text}
+
+
+def test_a_successful_build_replaces_the_target(tmp_path: Path) -> None:
+    dest = tmp_path / "set"
+    _built(tmp_path, dest, "first")
+    _built(tmp_path, dest, "second")
+    assert (dest / "data.txt").read_text() == "second"
+    assert embedded_data.read_manifest(dest) == {"text": "second"}
+    assert _beside(dest) == ["set"]  # no temporary folder, no older build
+
+
+def test_a_build_that_raises_leaves_the_target_untouched_and_no_temporary_folder(tmp_path: Path) -> None:
+    dest = tmp_path / "set"
+    _built(tmp_path, dest, "first")
+    with pytest.raises(KeyboardInterrupt):
+        with embedded_data._rebuilding(tmp_path, dest, lambda: False) as build:
+            (build.tmp / "data.txt").write_text("half written")
+            assert build.tmp.is_dir() and build.tmp.parent == tmp_path
+            raise KeyboardInterrupt
+    assert not build.tmp.exists()
+    assert (dest / "data.txt").read_text() == "first"
+    assert embedded_data.read_manifest(dest) == {"text": "first"}
+    assert _beside(dest) == ["set"]
+    with pytest.raises(RuntimeError, match="recorded no manifest"):  # a body that forgot its manifest
+        with embedded_data._rebuilding(tmp_path, dest, lambda: False) as build:
+            (build.tmp / "data.txt").write_text("no manifest")
+    assert (dest / "data.txt").read_text() == "first"
+    assert _beside(dest) == ["set"]
+
+
+def test_a_current_build_is_left_as_it_is(tmp_path: Path) -> None:
+    dest = tmp_path / "set"
+    _built(tmp_path, dest, "first")
+    stale = tmp_path / ".build-other-1"  # an interrupted build's leftovers: only a rebuild removes them
+    stale.mkdir()
+    with embedded_data._rebuilding(tmp_path, dest, lambda: True) as build:
+        assert build is None
+    assert (dest / "data.txt").read_text() == "first" and stale.is_dir()
 
 
 def test_a_folder_that_make_data_did_not_make_is_never_deleted(tmp_path: Path) -> None:
@@ -265,7 +314,8 @@ def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: P
     with pytest.raises(KeyboardInterrupt):
         embedded_data.build_photo_set(tmp_path, 32)
     dest = embedded_data.photo_set_dir(tmp_path, 32)
-    assert not dest.exists() and list(tmp_path.glob(".build-photos-32-*/train/*/*.jpg"))
+    assert len(written) == 20  # interrupted halfway: its temporary folder is removed
+    assert not dest.exists() and not list(tmp_path.rglob(".build-*"))
     monkeypatch.undo()
     embedded_data.build_photo_set(tmp_path, 32)
     assert embedded_data.photo_set_current(dest, 32) and not list(tmp_path.rglob(".build-*"))

@@ -23,7 +23,6 @@ def test_without_nvml_it_says_so_once_and_records_the_cpu_alone(monkeypatch) -> 
     record = busy.as_dict()
     assert record["nvdec_pct"] is None and record["gpu_pct"] is None and record["nvml_samples"] == 0
     assert 0 < record["cpu_pct"] <= 100
-    assert hardware.busy_line(record).startswith("CPU ")
     assert len(said) == 1  # said once, not once a trial
 
 
@@ -76,8 +75,6 @@ def test_with_nvml_it_records_each_engine_the_gpu_reports(monkeypatch) -> None:
     assert record["nvml_samples"] >= 5
     assert record["nvdec_pct"] == pytest.approx(28.0) and record["nvdec_max_pct"] == 28.0
     assert record["gpu_pct"] == 40.0 and record["nvjpg_pct"] is None
-    line = hardware.busy_line(record)
-    assert line.startswith("GPU 40% (max 40%), NVDEC 28% (max 28%)") and "NVJPG" not in line
     sampler.close()
     assert not sampler.available
 
