@@ -204,12 +204,9 @@ def _photos(get: Lookup) -> list[str]:
     size = get.value(NB05, "parameters", "image_size")
     at = _dynamic_at(get, NB05, "capture", "selection")
     capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
-    picked = get.value(NB05, "results", "picks", "capture")["best"]
-    knobs = picked.split(", ", 1)[1] if ", " in picked else picked  # "capture, threads 8" -> "threads 8"
-    at = at.replace(" (a tie", f" ({knobs}; a tie") if "(a tie" in at else f"{at} ({knobs})"
     return [f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
             f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
-            "Alone, the best DataLoader (PIL decoding on the CPU) used " + versus(cpu, capture,
+            "Alone, PIL in the DataLoader used " + versus(cpu, capture,
                                                  faster="more CPU time per image than",
                                                  slower="less CPU time per image than") + "."]
 
