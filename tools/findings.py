@@ -276,7 +276,7 @@ def _goals_only(notebook: str) -> Write:
         goals = get.goals(notebook)
         if not goals:
             return ["its record holds no goals: its notebook shows what it measured."]
-        said = [f"{name}, {get.ratio(notebook, 'goals', name)} (goal {goal['goal']:g}x)"
+        said = [f"{name}, {get.ratio(notebook, 'goals', name)} (goal >= {goal['goal']:g}x)"
                 for name, goal in goals.items()]
         return [f"{'; '.join(said)}."]
 
