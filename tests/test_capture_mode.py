@@ -41,7 +41,8 @@ def test_the_per_round_spread_is_the_lowest_and_highest_ratio_of_the_rounds() ->
                                             (SLOWER, "slower than eager mode")])
 def test_the_comparison_and_the_advice_follow_the_interval(results: Results, words: str) -> None:
     r = results.ratio("capture", "eager")
-    assert r == ratio(results.rates("capture"), results.rates("eager"))
+    side = {"faster": r.low > 1, "not": r.low <= 1 <= r.high, "slower": r.high < 1}[words.split()[0]]
+    assert side, f"the fixture's interval {r} is not the case '{words}' is about"
     assert f"**{words} ({r})**" in capture_mode.compared(r, results.rates("capture"), results.rates("eager"))
     answer = capture_mode.conclusion(results, machine="cpu, test", equality=SAME, placement=None)
     assert f"**{words} ({r})**" in answer and "over 4 paired trials of 1,000 samples each" in answer

@@ -108,7 +108,6 @@ def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() ->
 ])
 def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Ratio, words: str) -> None:
     label = "capture, epoch readers + checkpoints / capture"
-    assert label in COMPARISONS
     bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): resumable})
     same = {"bit_identical": True}
     cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20,
