@@ -95,7 +95,7 @@ def throughput_table(runs: Mapping[str, list[dict]], configurations: Mapping[str
     table = pd.DataFrame.from_dict(orient="index", data={labels[k]: {
         "processes": configurations[k][0], "batch per process": configurations[k][1],
         "global batch": configurations[k][0] * configurations[k][1],
-        "samples/s": round(t["geometric_mean"]),
+        "samples/s (geometric mean)": round(t["geometric_mean"]),
         "95% interval": f"{t['ci95'][0]:,.0f} to {t['ci95'][1]:,.0f}",
         "per process": round(t["geometric_mean"] / configurations[k][0]),
         "CV": f"{t['cv']:.1%}" + (" (noisy)" if t["noisy"] else ""),

@@ -17,7 +17,8 @@ Each rank reads its own shard of the records. By default (DALI's default) every 
 next shard after each epoch, so over several epochs each rank sees the whole data set, as
 `DistributedSampler.set_epoch` gives a PyTorch DataLoader; --stick-to-shard keeps each rank on
 one shard. --check-coverage is a debug option: it records which records each rank read and checks
-that together they read every record once per epoch (that costs time: leave it off when timing).
+that together they read every record each epoch, none read by two ranks (padding aside: each
+rank repeats its own last record); that costs time: leave it off when timing.
 
 Rank 0 writes the results JSON (atomically: the file is complete or absent). A problem that you
 can fix ends the process with "error (rank R): ..." naming what to change, and exit status 2.
@@ -78,7 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="read the same shard every epoch (DALI's default: the next shard)")
     parser.add_argument("--check-coverage", action="store_true",
                         help="debug: record the records each rank reads and check that the ranks "
-                             "together read each one once per epoch (slower: not for timing)")
+                             "together read every one each epoch, none read by two ranks (slower: "
+                             "not for timing)")
     parser.add_argument("--timeout", type=float, default=120,
                         help="seconds a collective may wait for the other ranks before failing")
     simulated_crash.add_options(parser)  # notebook 04's rank that dies on purpose: not for training
