@@ -433,14 +433,13 @@ class Harness:
         for way in ways:
             self.loader(way)
         duration_bound = epochs is None  # with same_work too: the fastest way's trials last min_seconds
-        timed_for = self.min_seconds if duration_bound else 0.0
         if same_work and epochs is None:
             epochs = self.same_work(ways)
         bar = _bar(rounds * len(ways), label)
         start = time.perf_counter()
         order_seed = f"{self.seed}:{label}"
         results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None,
-                          order_seed=order_seed, min_seconds=timed_for,
+                          order_seed=order_seed, min_seconds=self.min_seconds if duration_bound else 0.0,
                           startup_s={n: self.startup_s[n] for n in names if n in self.startup_s})
         shuffle = random.Random(order_seed)
 
@@ -466,7 +465,7 @@ class Harness:
         span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         self.say(f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
                  f"{span} epoch{'s' * (counts != [1])} a trial"
-                 + (f" (at least {timed_for:g} s)" if duration_bound else "")
+                 + (f" (at least {self.min_seconds:g} s)" if duration_bound else "")
                  + f", in {_duration(results.seconds)}")
         return results
 

@@ -453,23 +453,22 @@ def limit_sentence(
         first = f"{probe.sentence()} The most of it: `{top}`, {shares[top]} of the limit. "
     shares = {w.name: decoded_share(alone, w.name, limit, per_clip) for w in alone.ways if w.name != limit}
     above = {n: r for n, r in shares.items() if r.low > 1}
-    nearest = max(shares, key=lambda n: shares[n].ratio)
+    most = max(shares, key=lambda n: shares[n].ratio)
     if above:
         name = max(above, key=lambda n: above[n].ratio)
         said = (
             f"`{name}` decoded more frames/s than straight-through decoding ({above[name]}): straight-"
             "through decoding is a reference here, not this machine's decode limit"
         )
-    elif shares[nearest].high < 1:
+    elif shares[most].high < 1:
         said = (
             "every way decoded fewer frames/s than straight-through decoding (the one decoding the most, "
-            f"`{nearest}`, {shares[nearest]}): here it bounded them all"
+            f"`{most}`, {shares[most]}): here it bounded them all"
         )
     else:
         said = (
-            f"the way decoding the most, `{nearest}`, decoded frames/s not distinguishable from "
-            "straight-through "
-            f"decoding ({shares[nearest]}), and none decoded more by its interval"
+            f"the way decoding the most, `{most}`, decoded frames/s not distinguishable from "
+            f"straight-through decoding ({shares[most]}), and none decoded more by its interval"
         )
     nvdec = {n: v for n, v in ((w.name, busy(alone, w.name)) for w in alone.ways) if v is not None}
     if nvdec:
