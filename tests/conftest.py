@@ -257,3 +257,18 @@ def check_steady(run: dict[str, Any], *, epoch_batches: dict[str, int] | None = 
             if epoch_batches is not None and name in epoch_batches:
                 assert (t["batches"] + t["skipped"]) % epoch_batches[name] == 0, (name, t["batches"])
             assert 0 <= t["waited_s"] <= t["seconds"], name
+
+
+@pytest.fixture
+def run_recipe(tmp_path: Path) -> Callable[..., dict[str, Any]]:
+    """``run_recipe(notebook, settings, report)``: the notebook's recipe run as a user runs it
+    (tools.recipes.run: a fresh process, no suite to import, ``settings`` replaced), returning
+    ``report``'s expressions evaluated after it ran."""
+    from tools import recipes
+
+    def run(notebook: Path, settings: dict[str, Any], report: dict[str, str]) -> dict[str, Any]:
+        found = recipes.recipe(notebook)
+        assert found is not None, f"{notebook.name} has no recipe"
+        return recipes.run(found, settings, report, tmp_path)
+
+    return run

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from helpers.benchmarking import Ratio
@@ -812,6 +813,19 @@ SAID = {
 }
 
 
+# what each notebook's bottom line advises when every ratio of its record is 1.30x [1.20-1.50]
+ADVISED = {
+    findings.NB01: "Decode JPEGs on the GPU",  # not "with hw_decoder_load=1": its interval is the default's
+    findings.NB02: "Train with `next_epoch(capture=True)`",
+    findings.NB03: "Feed a light model with DALI, not a DataLoader",
+    findings.NB04: "Give each rank its own shard (`num_shards`, `shard_id`, `stick_to_shard=True`)",
+    findings.NB05: "Feed ResNet-50 from JPEGs with DALI, not a DataLoader",
+    findings.NB06: "Resume a capture loop with a new reader each epoch from DALI's checkpoints inside one of "
+                   "your own",
+    findings.NB07: "Feed video clips with one DALI reader per hardware decoder, one shard each, not PyAV",
+}
+
+
 @pytest.mark.parametrize("notebook", sorted(SAID))
 def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path: Path) -> None:
     """One function per notebook (tools.findings.NOTEBOOKS) writes what its record found; the
@@ -819,8 +833,9 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert set(SAID) == set(findings.NOTEBOOKS)
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     text = bottom_lines.bottom_line(notebook, results)
-    prefix = "**Bottom line.** On one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): "
-    assert text.startswith(prefix)
+    prefix = (f"**Bottom line.** {ADVISED[notebook]}. "
+              "On one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): ")
+    assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
     assert finding.startswith(" ".join(SAID[notebook]))
     # each figure of the sentence is a figure of the record, and nothing else is shown
@@ -918,3 +933,46 @@ def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> N
     with pytest.raises(ValueError, match="08-new has a record but is not a notebook of the registry .* "
                                          "notebooks/NN-slug.ipynb"):
         bottom_lines.bottom_line("08-new", results)
+
+
+@pytest.mark.parametrize(("interval", "advice"), [
+    ((1.6, 1.5, 1.7), "Train with `next_epoch(capture=True)`"),
+    ((0.95, 0.9, 1.01), "Keep eager mode: capture mode did not pay off here"),
+    ((0.8, 0.7, 0.9), "Keep eager mode: capture mode did not pay off here"),
+])
+def test_a_bottom_line_opens_with_the_advice_its_interval_gives(tmp_path: Path, interval: tuple[float, ...],
+                                                                advice: str) -> None:
+    """The advice follows the record's interval (capture mode only where it was faster), comes
+    first, links the notebook's recipe where it has one, and the figures follow it."""
+    _record(tmp_path / "results" / "gpu.json", "2026-03-02T09:00:00+00:00",
+            {"02-capture-mode": {"results": {"ratios": {"capture_over_eager": _ratio(*interval)}}}},
+            machine=H200)
+    notebook = tmp_path / "notebooks" / "02-capture-mode.ipynb"
+    _notebook(notebook, _meta("Capture"))
+    chosen = records.newest_gpu_first(tmp_path / "results")
+    assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}. "
+    with_recipe = nbformat.read(notebook, as_version=4)
+    with_recipe.cells = [nbformat.v4.new_markdown_cell("## Recipe"),
+                         nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]})]
+    nbformat.write(with_recipe, notebook)
+    line = bottom_lines.bottom_line("02-capture-mode", tmp_path / "results")
+    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)). On 2 NVIDIA H200 GPUs (record "
+    assert line.startswith(opening), line
+    assert str(Ratio(*interval, 5, paired=True)) in line
+
+
+def test_resuming_advice_names_the_faster_resumable_loop(tmp_path: Path) -> None:
+    ratios = {"capture, epoch readers + checkpoints / eager + checkpoints": _ratio(0.9, 0.85, 0.95)}
+    entry = {"results": {"resume": {"bit_identical": True}, "benchmark": {"ratios": ratios}}}
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
+    get = findings.Lookup(records.newest_gpu_first(tmp_path))
+    assert findings.ADVICE["06-checkpoint-resume"](get) == \
+        "Resume an eager loop from DALI's checkpoints inside one of your own"
+    ratios.update({"capture, epoch readers + checkpoints / eager + checkpoints": _ratio(1.1, 1.05, 1.15)})
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
+    get = findings.Lookup(records.newest_gpu_first(tmp_path))
+    assert "a capture loop with a new reader each epoch" in findings.ADVICE["06-checkpoint-resume"](get)
+    entry["results"]["resume"]["bit_identical"] = False
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
+    get = findings.Lookup(records.newest_gpu_first(tmp_path))
+    assert "did not resume bit-identically" in findings.ADVICE["06-checkpoint-resume"](get)

@@ -200,3 +200,35 @@ def test_a_mistyped_parameter_fails_under_plain_papermill(tmp_path: Path) -> Non
         capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode != 0
     assert "unknown parameter batchsize; did you mean batch_size?" in result.stdout + result.stderr
+
+
+RECIPE_REPORT = {"shape": "list(x.shape)", "dtype": "str(x.dtype)",
+                 "range": "[float(x.min()), float(x.max())]", "seen": "seen", "labels": "y.tolist()",
+                 "device": "str(x.device)"}
+
+
+def check_recipe(run_recipe, device: str, batch: int, size: int, **settings) -> None:
+    """Run the recipe on the photographs; check what it handed to torch."""
+    from helpers.data_sources import locate_data
+
+    folder = locate_data(verbose=False).images
+    classes = sorted(p for p in folder.iterdir() if p.is_dir())
+    files = sum(1 for c in classes for f in c.iterdir() if f.suffix.lower() in (".jpg", ".jpeg"))
+    settings.update(FOLDER=str(folder), DEVICE=device, BATCH_SIZE=batch, SIZE=size)
+    report = run_recipe(NOTEBOOK, settings, RECIPE_REPORT)
+    assert report["shape"] == [batch, 3, size, size] and report["dtype"] == "torch.float32", report
+    assert 0.0 <= report["range"][0] < report["range"][1] <= 1.0, report
+    assert report["seen"] == [-(-files // batch) * batch] * 2, report  # whole padded epochs, twice
+    assert set(report["labels"]) <= set(range(len(classes))), report
+    assert report["device"].startswith("cuda" if device == "gpu" else "cpu"), report
+
+
+@pytest.mark.slow
+def test_the_recipe_runs_without_the_suite(run_recipe) -> None:
+    """The recipe in a fresh process without the suite, on the CPU: two whole padded epochs of
+    the photographs, as NCHW floats in [0, 1] of the size asked, labels among the classes."""
+    check_recipe(run_recipe, device="cpu", batch=8, size=64, THREADS=2, SEED=1)
+
+
+def test_the_recipe_on_the_gpu(gpu_run, run_recipe) -> None:
+    check_recipe(run_recipe, device="gpu", batch=8, size=224)

@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from helpers.paths import REPO_ROOT
+from tools.findings import ADVICE
 from tools.findings import Finding
 from tools.findings import Lookup
 from tools.findings import find
 from tools.findings import writers
+from tools.recipes import recipe
 from tools.record_format import Record
 from tools.records import RESULTS
 from tools.records import newest_gpu_first
@@ -40,6 +42,8 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # from a notebook (notebooks/) to the records and to the results page's goals
 RECORDS_LINK = "../results/"
 GOALS_LINK = "../docs/pages/results.md#the-suites-goals"
+# the recipe's heading is "## Recipe": JupyterLab and nbconvert (the docs site) give it this id
+RECIPE_LINK = "#Recipe"
 VERDICTS = ("met", "not met", "inconclusive")
 
 
@@ -100,7 +104,19 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
     finding: Finding = find(topic, with_goals, chosen)
     record = chosen[notebook]
     link = f"[`{record.name}`]({RECORDS_LINK}{record.name})"
-    return f"**Bottom line.** {machine(record)} (record {link}): {finding.text}"
+    lead = advice(notebook, chosen, results_dir)
+    return f"**Bottom line.** {lead}{machine(record)} (record {link}): {finding.text}"
+
+
+def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS) -> str:
+    """What to do, by the record's verdicts (:data:`tools.findings.ADVICE`), with a link to the
+    notebook's recipe where it has one; empty for a notebook without advice."""
+    if notebook not in ADVICE:
+        return ""
+    said = find("", lambda get: [ADVICE[notebook](get)], chosen).text
+    path = results_dir.parent / "notebooks" / f"{notebook}.ipynb"
+    link = f" ([the recipe]({RECIPE_LINK}))" if path.exists() and recipe(path) else ""
+    return f"{said}{link}. "
 
 
 def _layout(notebook: dict[str, Any]) -> str:

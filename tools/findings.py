@@ -255,6 +255,74 @@ def _video(get: Lookup) -> list[str]:
             f"Feeding the 3D model, {'they' if readers > 1 else 'it'} reached {fed} of training alone."]
 
 
+# --- one function per notebook: what to do, by its record's verdicts ----------------------------
+# The bottom line opens with it (an imperative, no figures: the finding after it holds them), and
+# links it to the notebook's recipe where there is one (tools.bottom_lines).
+
+
+def _side(r: Ratio) -> str:
+    """``faster`` (the whole interval above 1), ``slower`` (below) or ``same``."""
+    return "faster" if r.low > 1 else "slower" if r.high < 1 else "same"
+
+
+def _advise_decoding(get: Lookup) -> str:
+    if not get.record(NB01).has_gpu:
+        return "Read, shuffle, decode and augment a folder of photos with a few DALI calls"
+    ratios = get.value(NB01, "results", "ratios")
+    old = "hw_gpu_over_cpu" not in ratios  # records before the suite's harness: a sweep's best
+    hardware = get.ratio(NB01, "ratios", "best_gpu_over_cpu" if old else "hw_gpu_over_cpu", shown=False)
+    default = get.ratio(NB01, "ratios", "best_gpu_over_cpu" if old else "gpu_over_cpu", shown=False)
+    if _side(hardware) == "faster":  # and hw_decoder_load=1 where its interval lies above the default's
+        return "Decode JPEGs on the GPU" + (" with `hw_decoder_load=1`" * (hardware.low > default.high))
+    return "Decode JPEGs with DALI's CPU threads: the hardware decoder did not pay off here"
+
+
+def _advise_capture(get: Lookup) -> str:
+    if _side(get.ratio(NB02, "ratios", "capture_over_eager", shown=False)) == "faster":
+        return "Train with `next_epoch(capture=True)`"
+    return "Keep eager mode: capture mode did not pay off here"
+
+
+def _advise_light(get: Lookup) -> str:
+    loader = _side(get.ratio(NB03, "goals", "best dynamic / best DataLoader", shown=False))
+    same = _side(get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs", shown=False))
+    if loader != "faster":
+        return "Feed a light model with the loader that measured fastest below"
+    return "Feed a light model with DALI, " + ("in pipeline mode" if same == "slower" else "not a DataLoader")
+
+
+def _advise_sharding(get: Lookup) -> str:
+    return "Give each rank its own shard (`num_shards`, `shard_id`, `stick_to_shard=True`)"
+
+
+def _advise_photos(get: Lookup) -> str:
+    if _side(get.ratio(NB05, "goals", R50 + "best DataLoader", shown=False)) != "faster":
+        return "Feed ResNet-50 from JPEGs with the loader that measured fastest below"
+    return "Feed ResNet-50 from JPEGs with DALI, not a DataLoader"
+
+
+def _advise_resuming(get: Lookup) -> str:
+    if not get.value(NB06, "results", "resume")["bit_identical"]:
+        return "Check your own resumption: this run's did not resume bit-identically"
+    key = "capture, epoch readers + checkpoints / eager + checkpoints"
+    resumable = get.ratio(NB06, "benchmark", "ratios", key, shown=False)
+    mode = "an eager loop" if _side(resumable) == "slower" else "a capture loop with a new reader each epoch"
+    return f"Resume {mode} from DALI's checkpoints inside one of your own"
+
+
+def _advise_video(get: Lookup) -> str:
+    alone = _side(get.ratio(NB07, "goals", "alone: best DALI / best PyAV DataLoader", shown=False))
+    if alone == "faster":
+        return "Feed video clips with one DALI reader per hardware decoder, one shard each, not PyAV"
+    return "Feed video clips with the loader that measured fastest below"
+
+
+ADVICE: dict[str, Callable[[Lookup], str]] = {
+    NB01: _advise_decoding, NB02: _advise_capture, NB03: _advise_light, NB04: _advise_sharding,
+    NB05: _advise_photos, NB06: _advise_resuming, NB07: _advise_video,
+}
+
+
 Write = Callable[[Lookup], list[str]]
 # {notebook: (the README's topic, its function)}, in the README's order
 NOTEBOOKS: dict[str, tuple[str, Write]] = {

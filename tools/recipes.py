@@ -1,0 +1,131 @@
+"""Each notebook's recipe: the code cell tagged ``recipe`` that a user copies into a project that
+does not have this repository.
+
+A recipe imports only DALI, torch, torchvision, numpy and the standard library, is at most
+:data:`MAX_LINES` non-blank lines, and starts with its **settings**: the first run of top-level
+assignments to UPPERCASE names (``FOLDER = ...  # what it is``), the only lines a user edits and
+the only names the notebook's own values reach it by. Every line after them runs as it would in a
+user's file.
+
+:func:`run` runs a recipe as a user does: in a fresh Python process whose working directory is
+not the repository and where ``helpers`` and ``tools`` cannot be imported, with some settings
+replaced (:func:`script`), and hands back what the caller asks to see of its namespace (a JSON
+object of expressions evaluated after the recipe ran). tests/test_recipes.py runs every recipe so
+on the CPU at a small scale, and the GPU tier on the GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+TAG = "recipe"
+MAX_LINES = 40
+ALLOWED = ("nvidia", "torch", "torchvision", "numpy")  # and the standard library
+SETTING = re.compile(r"^([A-Z][A-Z0-9_]*) = (.+)$")
+# the first lines of every recipe's script: the suite is not there to import
+NO_SUITE = ("import sys\n"
+            "sys.modules.update(helpers=None, tools=None)  # as in a project without this repository\n")
+REPORT = "__recipe_report__"
+
+
+class RecipeError(ValueError):
+    """A recipe that breaks the rules above; the message names the notebook and the rule."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    notebook: Path
+    source: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.source.splitlines() if line.strip()]
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The settings: name -> the expression the notebook gives it (its first run of top-level
+        ``NAME = value`` lines, comments and blank lines inside it allowed)."""
+        found: dict[str, str] = {}
+        for line in self.source.splitlines():
+            match = SETTING.match(line)
+            if match:
+                found[match.group(1)] = match.group(2)
+            elif found and line.strip() and not line.lstrip().startswith("#"):
+                break
+        return found
+
+    def imports(self) -> set[str]:
+        """The top-level modules the recipe imports."""
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(self.source)):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add((node.module or ".").split(".")[0])
+        return names
+
+    def problems(self) -> list[str]:
+        """What breaks the rules (empty: none)."""
+        found = []
+        if len(self.lines) > MAX_LINES:
+            found.append(f"{len(self.lines)} non-blank lines (at most {MAX_LINES})")
+        foreign = sorted(m for m in self.imports()
+                         if m not in ALLOWED and m not in sys.stdlib_module_names)
+        if foreign:
+            found.append(f"imports {foreign} (only DALI, torch, torchvision, numpy and the "
+                         "standard library)")
+        if not self.settings:
+            found.append("no settings (UPPERCASE_NAME = value lines) at its top")
+        return found
+
+
+def recipe(notebook: Path) -> Recipe | None:
+    """The notebook's recipe cell (None: it has none); two are an error."""
+    cells = [c for c in nbformat.read(notebook, as_version=4).cells
+             if c.cell_type == "code" and TAG in c.metadata.get("tags", [])]
+    if len(cells) > 1:
+        raise RecipeError(f"{notebook.name}: {len(cells)} cells tagged {TAG!r}; a notebook has one recipe")
+    return Recipe(notebook, cells[0].source) if cells else None
+
+
+def script(found: Recipe, settings: dict[str, Any], report: dict[str, str]) -> str:
+    """The recipe as a file a user would run: the settings named in ``settings`` replaced by
+    those values (``repr``), then lines that print ``report``'s expressions as one JSON object."""
+    unknown = sorted(set(settings) - set(found.settings))
+    if unknown:
+        raise RecipeError(f"{found.notebook.name}: its recipe has no setting {unknown}; "
+                          f"it has {sorted(found.settings)}")
+    lines = []
+    for line in found.source.splitlines():
+        match = SETTING.match(line)
+        if match and match.group(1) in settings:
+            line = f"{match.group(1)} = {settings[match.group(1)]!r}"
+        lines.append(line)
+    shown = ", ".join(f"{key!r}: {expression}" for key, expression in report.items())
+    return (NO_SUITE + "\n".join(lines)
+            + f"\n\nimport json as _json\nprint({REPORT!r}, _json.dumps({{{shown}}}, default=str))\n")
+
+
+def run(found: Recipe, settings: dict[str, Any], report: dict[str, str], workdir: Path,
+        timeout: float = 600, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the recipe with ``settings`` in a fresh process in ``workdir``; return ``report``
+    evaluated in its namespace. A failure raises with the recipe's own output."""
+    path = workdir / f"recipe_{found.notebook.stem[:2]}.py"
+    path.write_text(script(found, settings, report))
+    done = subprocess.run([sys.executable, path.name], cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+    lines = [line for line in done.stdout.splitlines() if line.startswith(REPORT)]
+    if done.returncode or not lines:
+        raise AssertionError(f"{found.notebook.name}'s recipe failed (exit {done.returncode}):\n"
+                             f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return json.loads(lines[-1][len(REPORT):])
