@@ -211,7 +211,8 @@ class Results:
     def table(self) -> Any:
         """A row per way (a pandas DataFrame): the rate and its 95% interval, the CV and whether it
         is noisy, the CPU time per 1,000 samples, the share of time waiting for the loader (when
-        a step ran), each engine's mean busy share where NVML read it, torch's peak GPU memory."""
+        a step ran), each engine's mean busy share where NVML read it, torch's peak GPU memory.
+        A notebook shows at most :data:`SHOWN_COLUMNS` of them (:func:`folded`), the rest folded."""
         import pandas as pd
 
         rows = []
@@ -245,7 +246,7 @@ class Results:
             row["s a trial"] = round(min(t.seconds for t in self.trials[way.name]), 1)
             row["trials"] = len(rates)
             rows.append(row)
-        return pd.DataFrame(rows).set_index("way")
+        return folded(pd.DataFrame(rows).set_index("way"), f"{self.unit}/s")
 
     def as_record(self) -> dict[str, Any]:
         """What a notebook's results JSON stores of this run: every trial of every way."""
@@ -258,6 +259,39 @@ class Results:
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
+
+
+SHOWN_COLUMNS = 6  # beside the ways' names: 7 columns on the page
+ENGINE_WORKS_PCT = 1.0  # an engine column is shown where some way kept the engine busier than this
+
+
+def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
+    """``table`` as a notebook shows it: a DataFrame (every column, for code) whose HTML is the
+    rate, its interval, the columns in ``keep`` and those that say most beside them (waiting, the
+    engines that worked, CPU time, trials: :data:`SHOWN_COLUMNS` at most), then every column in a
+    folded ``<details>`` block."""
+    import pandas as pd
+
+    engines = [f"{label.split(' ')[0]} %" for label in ENGINES.values()]
+    working = [c for c in engines if c in table and (table[c] > ENGINE_WORKS_PCT).any()]
+    wanted = [rate, "95% interval", *keep, "waiting %", *working, f"CPU s / 1,000 {rate.removesuffix('/s')}",
+              "new epoch ms", "trials"]
+    shown = [c for c in wanted if c in table][:SHOWN_COLUMNS]
+
+    class Folded(pd.DataFrame):
+        @property
+        def _constructor(self) -> type:
+            return pd.DataFrame  # what is computed from it is a plain DataFrame
+
+        def _repr_html_(self) -> str:
+            whole = pd.DataFrame(self)
+            if list(whole.columns) == shown:
+                return whole._repr_html_()
+            return (whole[shown]._repr_html_()
+                    + f"<details><summary>All {len(whole.columns)} columns</summary>"
+                    + whole._repr_html_() + "</details>")
+
+    return Folded(table)
 
 
 def headless() -> bool:

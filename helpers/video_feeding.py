@@ -42,6 +42,7 @@ from helpers.hardware import Sampler
 from helpers.harness import Harness
 from helpers.harness import Results
 from helpers.harness import Way
+from helpers.harness import folded
 from helpers.harness import steady_seconds
 from helpers.parameters import ParameterError
 from helpers.parameters import at_least
@@ -841,7 +842,7 @@ class Variants:
         table = self.alone.table().rename(index=lambda name: name.split(":")[0])
         table["frames / clip (rule)"] = [round(self.costs[w.name.split(":")[0]], 1) for w in self.alone.ways]
         table["against the first row"] = [str(self.alone.ratio(w.name, first)) for w in self.alone.ways]
-        return table
+        return folded(table, f"{self.alone.unit}/s", keep=["against the first row", "frames / clip (rule)"])
 
     def sentence(self) -> str:
         if self.hevc_fed is None:
@@ -914,7 +915,7 @@ class Sweep:
                 str(results.ratio(dali, pyav)) if n == dali else "" for n in part.index
             ]
             parts.append(part)
-        return pd.concat(parts)
+        return folded(pd.concat(parts), f"{results.unit}/s", keep=["DALI / DataLoader"])
 
     def as_record(self, settings: Sequence[tuple[int, int, int]]) -> dict[str, Any]:
         return {

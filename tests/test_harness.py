@@ -8,6 +8,7 @@ import random
 import time
 from contextlib import nullcontext
 
+import pandas as pd
 import pytest
 
 from helpers.benchmarking import ratio
@@ -15,6 +16,7 @@ from helpers.harness import Harness
 from helpers.harness import Results
 from helpers.harness import Trial
 from helpers.harness import Way
+from helpers.harness import folded
 from helpers.harness import narrow
 from helpers.results_file import RESULTS_FOLDER_VARIABLE
 
@@ -346,3 +348,20 @@ def test_with_the_settle_step_reversed_orders_give_the_same_verdict_without_it_t
     forward = verdict_in_order(monkeypatch, ["heavy", "b", "c"], settle=False)
     reverse = verdict_in_order(monkeypatch, ["heavy", "c", "b"], settle=False)
     assert forward.high < 1 < reverse.low  # "slower" in one order, "faster" in the other
+
+
+def test_a_notebook_shows_seven_columns_and_folds_the_rest():
+    """At most 7 columns on the page (the ways' names and 6), an engine's column only where some
+    way kept it busy, every column in the folded table; code still gets every column."""
+    table = fake({"a": [100, 110, 105, 98], "b": [50, 55, 52, 51]}, gpu_pct=50.0, nvjpg_pct=70.0,
+                 nvdec_pct=0.0, cpu_pct=20.0).table()
+    assert {"NVDEC %", "CV %", "s a trial"} <= set(table.columns) and len(table.columns) > 6
+    html = table._repr_html_()
+    shown, details = html.split("<details>")
+    header = shown.split("<thead>")[1].split("</tr>")[0]  # the columns' names
+    assert header.count("<th") == 7, header  # the ways' names and 6
+    assert "images/s" in header and "95% interval" in header and "NVJPG %" in header
+    assert "NVDEC %" not in header and "NVDEC %" in details  # it read 0: folded away
+    assert details.startswith(f"<summary>All {len(table.columns)} columns</summary>")
+    assert type(table.loc[["a"]]) is pd.DataFrame  # what code computes from it is a plain DataFrame
+    assert "<details>" not in folded(table[["images/s", "95% interval"]], "images/s")._repr_html_()

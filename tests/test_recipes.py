@@ -33,7 +33,8 @@ def test_every_notebook_ends_in_a_recipe_that_keeps_the_rules(notebook: Path) ->
     assert not cell.metadata.get("jupyter", {}).get("source_hidden"), "a recipe is shown"
     heading = cells[cells.index(cell) - 1]
     # "## Recipe" alone: JupyterLab and the docs site give it the id the bottom line links to (#Recipe)
-    assert heading.cell_type == "markdown" and heading.source.splitlines()[0] == "## Recipe", heading.source[:200]
+    assert heading.cell_type == "markdown", heading
+    assert heading.source.splitlines()[0] == "## Recipe", heading.source[:200]
     # it comes after the record is saved: what a user copies is not what the suite measured with
     saved = [i for i, c in enumerate(cells) if "save_results(" in c.source]
     assert saved and saved[-1] < cells.index(cell)
