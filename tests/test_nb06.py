@@ -3,8 +3,12 @@ incompatible checkpoints refused, the costs), and the training script's own chec
 
 from __future__ import annotations
 
+import math
 import re
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,8 +16,11 @@ from conftest import check_clean_run
 
 from helpers.benchmarking import Ratio
 from helpers.benchmarking import versus
+from helpers.data_sources import locate_data
+from helpers.lmdb_subset import first_records
 from helpers.parameters import ParameterError
 from helpers.paths import REPO_ROOT
+from tools import recipes
 from tools import run_notebooks
 from tools import run_parameters
 
@@ -168,3 +175,67 @@ def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
     assert not run.ok and "parameter processes must be at least 2" in run.error
     after = scratch.stat().st_ino if scratch.is_dir() else None
     assert after == before, "a refused run made or emptied the notebook's scratch folder"
+
+
+# --- the recipe, run as a user runs it (tools.recipes) -----------------------------------------------
+
+RECIPE_REPORT = {"start": "start", "step": "step", "loss": "loss.item()",
+                 "weights": "[p.tolist() for p in model.parameters()]",
+                 "images": "[list(images.shape), str(images.dtype)]"}
+
+
+def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
+    """The recipe on 200 digits (4 steps of 64 an epoch), 14 steps, a checkpoint every 3: run to the
+    end; stopped after step 11 and started again in its process; and killed with SIGKILL in a
+    process of its own, then started again in a new one. Each second start resumes from the newest
+    checkpoint (9 is inside an epoch, and the run crosses an epoch's end after it) and ends with the
+    uninterrupted run's weights and loss, bit for bit."""
+    import torch
+
+    data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "digits", 200)
+    settings = {"DATA": str(data), "DEVICE": device, "STEPS": 14, "EVERY": 3}
+
+    def checkpoint(name: str) -> Path:
+        (tmp_path / name).mkdir()
+        return tmp_path / name / "checkpoint.pt"
+
+    whole = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("whole")), "STOP_AT": None},
+                       RECIPE_REPORT)
+    assert (whole["start"], whole["step"]) == (0, 14)
+    assert whole["images"] == [[64, 28, 28, 1], "torch.uint8"]  # rotated with keep_size: one shape
+    assert [len(w) for w in whole["weights"]] == [128, 128, 10, 10]
+    assert math.isfinite(whole["loss"]) and whole["loss"] < 0.8 * math.log(10)  # below chance: it learns
+
+    stopped = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("stopped")), "STOP_AT": 11},
+                         RECIPE_REPORT)
+    assert (stopped["start"], stopped["step"]) == (9, 14)  # the checkpoint of step 9, not step 11
+    assert stopped["weights"] == whole["weights"] and stopped["loss"] == whole["loss"]
+
+    # killed: the recipe's own file in a process of its own, SIGKILL once its first checkpoint exists
+    path = checkpoint("killed")
+    script = tmp_path / "killed.py"
+    script.write_text(recipes.script(recipes.recipe(NOTEBOOK), {**settings, "CHECKPOINT": str(path),
+                                                                "STOP_AT": None}, {}))
+    process = subprocess.Popen([sys.executable, script.name], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not path.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    process.kill()  # SIGKILL: the process ends wherever it is (nothing, if it has ended)
+    _, stderr = process.communicate()
+    assert process.returncode == -signal.SIGKILL and path.exists(), \
+        f"no checkpoint, or the run ended before the kill (exit {process.returncode}):\n{stderr[-3000:]}"
+    killed_at = torch.load(path, weights_only=True)[2]  # the step that the newest whole checkpoint holds
+    assert killed_at in (3, 6, 9, 12), killed_at
+    resumed = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(path), "STOP_AT": None}, RECIPE_REPORT)
+    assert (resumed["start"], resumed["step"]) == (killed_at, 14)
+    assert resumed["weights"] == whole["weights"] and resumed["loss"] == whole["loss"]
+
+
+@pytest.mark.slow
+def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
+    check_recipe(run_recipe, tmp_path, "cpu")
+
+
+def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
+    check_recipe(run_recipe, tmp_path, "gpu")
