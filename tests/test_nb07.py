@@ -4,6 +4,7 @@ clip arithmetic and PyAV's clips: tests/test_video_clips.py)."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -191,3 +192,64 @@ def test_the_gpu_run_measured_nvdecs_limit_and_shares_each_way_of_it(gpu_results
     k = results["frames_per_clip"]["dali"] / probe["frames_per_s"]
     goal = results["goals"][LIMIT_GOAL]
     assert goal["goal"] == 0.90 and goal["ci95"] == pytest.approx([low * k, high * k])
+
+
+# --- the recipe: one reader per decoder, one shard and thread each, feeding a 3D model ------------------
+
+
+def one_video_a_class(root: Path, codec: str, width: int, height: int) -> Path:
+    """The embedded set's 14 videos of 48 frames, each in a class folder of its own: with clips of 8
+    frames every 2 and a clip every 48 frames, each video gives one clip, so a label names a clip."""
+    from helpers.embedded_video import build_video_set
+    from helpers.paths import default_data_dir
+
+    built = build_video_set(default_data_dir(), codec=codec, width=width, height=height, frames=48, gop=16,
+                            per_class=2)
+    for i, video in enumerate(sorted(built.glob("*/*.mp4"))):
+        (root / f"{i:02d}").mkdir(parents=True)
+        shutil.copy(video, root / f"{i:02d}" / video.name)
+    return root
+
+
+def check_recipe(run_recipe, folder: Path, device: str, readers: int, batch: int, size: int,
+                 steps: int) -> None:
+    """Run the recipe on ``folder`` (one clip a class); check what it trained on, and that each reader
+    reads its own shard every epoch: read again through the recipe's own ``batches``, two epochs of
+    each reader hold the same clips twice, and the readers' clips are disjoint and cover the folder."""
+    clips = len(list(folder.iterdir()))
+    sizes = [clips * (i + 1) // readers - clips * i // readers for i in range(readers)]  # DALI's shards
+    # pad_last_batch: every reader's epoch has the batches of the largest shard, repeats filling the rest
+    epoch = -(-max(sizes) // batch)
+    settings = dict(FOLDER=str(folder), CLASSES=clips, DEVICE=device, READERS=readers, CLIP_FRAMES=8, STEP=48,
+                    SIZE=size, BATCH=batch, STEPS=steps)
+    report = run_recipe(NOTEBOOK, settings, {
+        "losses": "[float(v) for v in losses]",
+        "clips": "[list(clips.shape), str(clips.dtype), clips.device.type]",
+        "labels": "labels.tolist()",
+        "shards": f"[[v for _, (_, y) in zip(range({2 * epoch}), batches(i)) for v in y.tolist()] "
+                  "for i in range(READERS)]",
+    })
+    assert len(report["losses"]) == steps and all(math.isfinite(v) for v in report["losses"]), report
+    assert report["clips"] == [[batch, 8, size, size, 3], "torch.uint8", "cuda" if device == "gpu" else "cpu"]
+    shards = []
+    for i, seen in enumerate(report["shards"]):
+        first, second = seen[: epoch * batch], seen[epoch * batch:]
+        assert len(set(first)) == sizes[i] and set(second) == set(first), (i, seen)  # the same shard twice
+        shards.append(set(first))
+    assert sorted(set().union(*shards)) == list(range(clips)) and sum(map(len, shards)) == clips, shards
+    # the last step took reader (steps - 1) % readers's batch (in turn): clips of that reader's shard
+    assert len(report["labels"]) == batch and set(report["labels"]) <= shards[(steps - 1) % readers], report
+
+
+@pytest.mark.slow
+def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
+    """The recipe in a fresh process without the suite, on the CPU: three readers on 14 one-clip
+    classes (shards of 4, 5 and 5 clips), the small 3D network."""
+    folder = one_video_a_class(tmp_path / "videos", "vp9", 96, 64)
+    check_recipe(run_recipe, folder, device="cpu", readers=3, batch=2, size=32, steps=12)
+
+
+def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
+    """Seven readers (an H200's video decoders) on H.264, r2plus1d_18."""
+    folder = one_video_a_class(tmp_path / "videos", "h264", 160, 120)
+    check_recipe(run_recipe, folder, device="gpu", readers=7, batch=2, size=64, steps=14)
