@@ -1,8 +1,15 @@
 """Notebook 04 (scaling out), CPU tier: the notebook at CI scale (2 gloo processes, a two-"node"
-launch, a rank that dies), the training script's refusals, and the launcher's guarantees."""
+launch, a rank that dies), the training script's refusals, the launcher's guarantees, and the
+recipe, as one process and under torchrun."""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +177,127 @@ def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
     """The integration run of 04's refusals (the others: tests/test_notebook_refusals.py)."""
     run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
     assert not run.ok and "parameter processes must be at least 2" in run.error
+
+
+# --- the recipe: the script's core, run as a user runs it (tools.recipes) -----------------------
+
+RECIPE_RECORDS = 501  # shards of 250 and 251 records: the padding differs between the ranks
+RECIPE_BATCH = 32  # 8 steps per epoch and rank
+# what each rank prints per epoch, from its own copy of the loss summed over the ranks (not
+# anchored to lines: with PYTHONUNBUFFERED, one rank's newline may come after the other's text)
+RECIPE_LINE = re.compile(r"rank (\d+)/(\d+), epoch (\d+): (\d+) steps, mean loss (\d+\.\d{4}|nan|inf)")
+# put before the recipe in the torchrun test: which records each rank's reader hands over, per
+# epoch (the reader's source_info of each sample: "<path> at key <LMDB key>"); DALI's own class is
+# patched, the recipe's text is not touched
+OBSERVER = '''import nvidia.dali.experimental.dynamic as _ndd
+
+_next_epoch, SEEN = _ndd.readers.Caffe2.next_epoch, []
+
+
+def _observed(self, *args, **kwargs):
+    SEEN.append([])
+    for batch in _next_epoch(self, *args, **kwargs):
+        info = _ndd.get_property(batch[0], key="source_info")
+        SEEN[-1].extend(bytes(info.select(i).torch().tolist()).decode() for i in range(info.batch_size))
+        yield batch
+
+
+_ndd.readers.Caffe2.next_epoch = _observed
+'''
+# put after it: what each rank hands over, in a file of its own (the ranks share one stdout)
+WRITE_RANK = '''
+import hashlib as _hashlib
+import json as _json
+
+_weights = b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())
+with open(f"rank{rank}.json", "w") as _file:
+    _json.dump({"rank": rank, "world": world, "seen": SEEN, "initialized": dist.is_initialized(),
+                "checksum": _hashlib.sha256(_weights).hexdigest()}, _file)
+'''
+
+
+def _recipe_data(tmp_path: Path) -> Path:
+    from helpers.data_sources import locate_data
+    from helpers.lmdb_subset import first_records
+
+    return first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", RECIPE_RECORDS)
+
+
+def _recipe_settings(data: Path, device: str, epochs: int) -> dict:
+    return {"DATA": str(data), "DEVICE": device, "BATCH": RECIPE_BATCH, "EPOCHS": epochs, "LR": 0.05,
+            "THREADS": 1}
+
+
+def _check_one_process(run_recipe, device: str, tmp_path: Path) -> None:
+    report = run_recipe(NOTEBOOK, _recipe_settings(_recipe_data(tmp_path), device, 2), {
+        "rank": "rank", "world": "world", "steps": "steps", "loss": "total.item() / world / steps",
+        "images": "[list(images.torch().shape), str(images.torch().dtype), str(images.torch().device)]",
+        "range": "[images.torch().min().item(), images.torch().max().item()]",
+        "targets": "[targets.torch().tolist(), str(targets.torch().dtype)]",
+        "initialized": "dist.is_initialized()", "model": "str(next(model.parameters()).device)"})
+    # without torchrun's environment: rank 0 of a group of 1, which it left at the end
+    assert (report["rank"], report["world"], report["initialized"]) == (0, 1, False), report
+    assert report["steps"] == math.ceil(RECIPE_RECORDS / RECIPE_BATCH)  # the whole data set, padded
+    shape, dtype, on = report["images"]
+    assert shape == [RECIPE_BATCH, 1, 28, 28] and dtype == "torch.float32", report  # NCHW
+    low, high = report["range"]  # normalized with MNIST's mean and std: black is -0.1307 / 0.3081
+    assert low == pytest.approx(-0.1307 / 0.3081, abs=1e-3) and 1 < high <= (1 - 0.1307) / 0.3081 + 1e-3
+    assert on.startswith("cuda" if device == "gpu" else "cpu") and report["model"] == on, report
+    labels, label_type = report["targets"]
+    assert len(labels) == RECIPE_BATCH and set(labels) <= set(range(10)) and label_type == "torch.int64"
+    # it learned: after 2 epochs, well below chance (ln 10 = 2.30 for 10 classes)
+    assert math.isfinite(report["loss"]) and report["loss"] < 2.0, report
+
+
+@pytest.mark.slow
+def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
+    """The recipe as one process (no torchrun), on the CPU (gloo): rank 0 of 1, the whole data
+    set each epoch, NCHW floats and class indices, a loss below chance, the group left."""
+    _check_one_process(run_recipe, "cpu", tmp_path)
+
+
+def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
+    _check_one_process(run_recipe, "gpu", tmp_path)
+
+
+@pytest.mark.slow
+def test_the_recipe_under_torchrun_shards_the_data_and_keeps_the_ranks_in_step(tmp_path: Path) -> None:
+    """The recipe as `torchrun --nproc-per-node=2` runs it, 2 CPU processes (gloo), 2 epochs:
+    in each epoch the ranks read disjoint records that together are the data set (padding aside:
+    each rank repeats records of its own shard only), in the second epoch each the other's shard
+    (DALI's default); both print the same finite loss, lower in the second epoch; DDP leaves
+    both with the same weights."""
+    from tools import recipes
+
+    found = recipes.recipe(NOTEBOOK)
+    assert found is not None
+    data = _recipe_data(tmp_path)
+    script = tmp_path / "recipe_04.py"
+    script.write_text(OBSERVER + recipes.script(found, _recipe_settings(data, "cpu", 2), {}) + WRITE_RANK)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node=2", script.name], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180, env={**env, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [(r["rank"], r["world"], r["initialized"]) for r in ranks] == [(0, 2, False), (1, 2, False)]
+    assert ranks[0]["checksum"] == ranks[1]["checksum"]  # DDP kept the replicas identical
+    steps = math.ceil(math.ceil(RECIPE_RECORDS / 2) / RECIPE_BATCH)
+    keys = [[[k.rsplit(" at key ", 1)[1] for k in epoch] for epoch in r["seen"]] for r in ranks]
+    assert [len(epochs) for epochs in keys] == [2, 2]
+    for epoch in range(2):
+        mine, theirs = keys[0][epoch], keys[1][epoch]
+        assert len(mine) == len(theirs) == steps * RECIPE_BATCH  # the same steps on both ranks
+        # shards of 250 and 251 records, padded to 256 each by repeating their own records
+        assert sorted(len(k) - len(set(k)) for k in (mine, theirs)) == [5, 6]
+        assert not set(mine) & set(theirs)  # no record read by both ranks
+        assert len(set(mine) | set(theirs)) == RECIPE_RECORDS  # together, the whole data set
+    # DALI's default (stick_to_shard=False): each rank reads the other's shard in the second epoch
+    assert set(keys[0][1]) == set(keys[1][0]) and set(keys[1][1]) == set(keys[0][0])
+    printed = sorted((int(e), int(r), int(w), int(s), float(loss))
+                     for r, w, e, s, loss in RECIPE_LINE.findall(done.stdout))
+    assert [p[:4] for p in printed] == [(0, 0, 2, steps), (0, 1, 2, steps), (1, 0, 2, steps),
+                                        (1, 1, 2, steps)], done.stdout
+    losses = [p[4] for p in printed]
+    assert losses[0] == losses[1] and losses[2] == losses[3]  # averaged over the ranks: one value
+    assert all(math.isfinite(x) for x in losses) and losses[2] < losses[0], losses
