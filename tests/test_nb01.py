@@ -231,4 +231,4 @@ def test_the_recipe_runs_without_the_suite(run_recipe) -> None:
 
 
 def test_the_recipe_on_the_gpu(gpu_run, run_recipe) -> None:
-    check_recipe(run_recipe, device="gpu", batch=8, size=224)
+    check_recipe(run_recipe, device="gpu", batch=8, size=224, THREADS=4, SEED=1)
