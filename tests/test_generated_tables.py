@@ -818,10 +818,11 @@ ADVISED = {
     findings.NB01: "Decode JPEGs on the GPU",  # not "with hw_decoder_load=1": its interval is the default's
     findings.NB02: "Train with `next_epoch(capture=True)`",
     findings.NB03: "Feed a light model with DALI, not a DataLoader",
-    findings.NB04: "Give each rank its own shard (`num_shards`, `shard_id`, `stick_to_shard=True`)",
+    findings.NB04: "Give each rank a shard of the reader (`num_shards`, `shard_id`) and pad the shards alike "
+                   "(`pad_last_batch=True`)",
     findings.NB05: "Feed ResNet-50 from JPEGs with DALI, not a DataLoader",
     findings.NB06: "Resume a capture loop with a new reader each epoch from DALI's checkpoints inside one of "
-                   "your own",
+                   "your own",  # resumable capture 1.30x [1.20-1.50] eager with checkpoints
     findings.NB07: "Feed video clips with one DALI reader per hardware decoder, one shard each, not PyAV",
 }
 
@@ -833,8 +834,8 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert set(SAID) == set(findings.NOTEBOOKS)
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     text = bottom_lines.bottom_line(notebook, results)
-    prefix = (f"**Bottom line.** {ADVISED[notebook]}. "
-              "On one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): ")
+    prefix = (f"**Bottom line.** {ADVISED[notebook]}: "
+              "on one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): ")
     assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
     assert finding.startswith(" ".join(SAID[notebook]))
@@ -908,7 +909,8 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
-    assert text.startswith("**Bottom line.** Without a GPU (record [`gpu-fake.json`]")
+    assert text.startswith("**Bottom line.** Feed a light model with DALI, not a DataLoader: without a GPU "
+                           "(record [`gpu-fake.json`]")
     assert text.endswith("Its goals (best dynamic / best DataLoader, best dynamic / pipeline mode, same "
                          "knobs, best dynamic / ceiling) are stated for GPUs and not judged on this run.")
     assert "met" not in text  # a CPU run gives no goal a verdict
@@ -950,13 +952,13 @@ def test_a_bottom_line_opens_with_the_advice_its_interval_gives(tmp_path: Path, 
     notebook = tmp_path / "notebooks" / "02-capture-mode.ipynb"
     _notebook(notebook, _meta("Capture"))
     chosen = records.newest_gpu_first(tmp_path / "results")
-    assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}. "
+    assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}: "
     with_recipe = nbformat.read(notebook, as_version=4)
     with_recipe.cells = [nbformat.v4.new_markdown_cell("## Recipe"),
                          nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]})]
     nbformat.write(with_recipe, notebook)
     line = bottom_lines.bottom_line("02-capture-mode", tmp_path / "results")
-    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)). On 2 NVIDIA H200 GPUs (record "
+    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)): on 2 NVIDIA H200 GPUs (record "
     assert line.startswith(opening), line
     assert str(Ratio(*interval, 5, paired=True)) in line
 
@@ -972,6 +974,10 @@ def test_resuming_advice_names_the_faster_resumable_loop(tmp_path: Path) -> None
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
     get = findings.Lookup(records.newest_gpu_first(tmp_path))
     assert "a capture loop with a new reader each epoch" in findings.ADVICE["06-checkpoint-resume"](get)
+    ratios.update({"capture, epoch readers + checkpoints / eager + checkpoints": _ratio(0.95, 0.85, 1.05)})
+    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
+    get = findings.Lookup(records.newest_gpu_first(tmp_path))
+    assert "an eager loop" in findings.ADVICE["06-checkpoint-resume"](get)  # a tie: the simpler loop
     entry["results"]["resume"]["bit_identical"] = False
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
     get = findings.Lookup(records.newest_gpu_first(tmp_path))

@@ -104,8 +104,10 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
     finding: Finding = find(topic, with_goals, chosen)
     record = chosen[notebook]
     link = f"[`{record.name}`]({RECORDS_LINK}{record.name})"
-    lead = advice(notebook, chosen, results_dir)
-    return f"**Bottom line.** {lead}{machine(record)} (record {link}): {finding.text}"
+    lead, where = advice(notebook, chosen, results_dir), machine(record)
+    if lead:  # the advice, then the evidence, in one sentence: "Do X (the recipe): on one H200 (...), ..."
+        where = where[0].lower() + where[1:]
+    return f"**Bottom line.** {lead}{where} (record {link}): {finding.text}"
 
 
 def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS) -> str:
@@ -116,7 +118,7 @@ def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS
     said = find("", lambda get: [ADVICE[notebook](get)], chosen).text
     path = results_dir.parent / "notebooks" / f"{notebook}.ipynb"
     link = f" ([the recipe]({RECIPE_LINK}))" if path.exists() and recipe(path) else ""
-    return f"{said}{link}. "
+    return f"{said.removesuffix('.')}{link}: "
 
 
 def _layout(notebook: dict[str, Any]) -> str:

@@ -292,7 +292,8 @@ def _advise_light(get: Lookup) -> str:
 
 
 def _advise_sharding(get: Lookup) -> str:
-    return "Give each rank its own shard (`num_shards`, `shard_id`, `stick_to_shard=True`)"
+    return ("Give each rank a shard of the reader (`num_shards`, `shard_id`) and pad the shards alike "
+            "(`pad_last_batch=True`)")
 
 
 def _advise_photos(get: Lookup) -> str:
@@ -306,7 +307,7 @@ def _advise_resuming(get: Lookup) -> str:
         return "Check your own resumption: this run's did not resume bit-identically"
     key = "capture, epoch readers + checkpoints / eager + checkpoints"
     resumable = get.ratio(NB06, "benchmark", "ratios", key, shown=False)
-    mode = "an eager loop" if _side(resumable) == "slower" else "a capture loop with a new reader each epoch"
+    mode = "a capture loop with a new reader each epoch" if _side(resumable) == "faster" else "an eager loop"
     return f"Resume {mode} from DALI's checkpoints inside one of your own"
 
 
