@@ -950,10 +950,14 @@ MOST_PHONE_SCREENS = 28
 MOST_CODE_LINES = 2000
 
 # the notebooks that do not meet a target yet: {target: {page: why}}
+RECIPE_FIRST = ("its recipe (issue 47: the whole loop in one cell, about a screen) came before the cuts "
+                "that make room for it")
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
-    "screens": {},
-    "phone_screens": {},
+    "screens": {f"notebooks/{name}.html": RECIPE_FIRST for name in (
+        "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")},
+    "phone_screens": {f"notebooks/{name}.html": RECIPE_FIRST for name in (
+        "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")},
 }
 
 FIRST_NDD_JS = """() => {

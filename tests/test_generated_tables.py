@@ -659,7 +659,8 @@ def _cells(path: Path) -> list[dict[str, Any]]:
                          ids=lambda p: p.stem)
 def test_each_notebook_opens_with_its_bottom_line(notebook: Path) -> None:
     """Right under the title, the cell tagged bottom-line holds what tools.bottom_lines writes from
-    the committed records: 2 or 3 sentences, at most 100 words, naming the machine and the record."""
+    the committed records: what to do (one sentence), then 2 or 3 sentences, at most 100 words in
+    all, naming the machine and the record."""
     cells = _cells(notebook)
     title = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown")
     assert "".join(cells[title]["source"]).startswith("# ")
@@ -668,11 +669,11 @@ def test_each_notebook_opens_with_its_bottom_line(notebook: Path) -> None:
     expected = bottom_lines.bottom_line(notebook.stem)
     assert "".join(cell["source"]) == expected, "run `python -m tools.results_table`"
     record = findings.newest_gpu_first()[notebook.stem]
-    assert f"(record [`{record.name}`](../results/{record.name})):" in expected
+    assert f"([record](../results/{record.name})):" in expected
     assert (REPO_ROOT / "notebooks" / "../results" / record.name).is_file()
     text = re.sub(r"\]\([^)]*\)", "]", expected.removeprefix("**Bottom line.** "))
     sentences = re.findall(r"[.!?](?=\s+[A-Z]|$)", text)
-    assert 2 <= len(sentences) <= 3 and len(text.split()) <= 100, (len(sentences), len(text.split()))
+    assert 3 <= len(sentences) <= 4 and len(text.split()) <= 100, (len(sentences), len(text.split()))
 
 
 def test_the_committed_bottom_lines_are_in_step() -> None:
@@ -808,7 +809,7 @@ SAID = {
                     "than eager mode with checkpoints (1.30x [1.20-1.50])."],
     findings.NB07: ["on VP9 clips of 8 frames, loading alone, 2 DALI readers, one shard each, were faster "
                     "than PyAV in the best torch DataLoader (1.30x [1.20-1.50] at 320x240, gop 16; "
-                    "1.30x [1.20-1.50] at 160x120, gop 16).",
+                    "1.30x [1.20-1.50] at 160x120, gop 16, the same DataLoader).",
                     "Feeding the 3D model, they reached 1.30x [1.20-1.50] of training alone."],
 }
 
@@ -834,11 +835,13 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert set(SAID) == set(findings.NOTEBOOKS)
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     text = bottom_lines.bottom_line(notebook, results)
-    prefix = (f"**Bottom line.** {ADVISED[notebook]}: "
-              "on one NVIDIA H200 (record [`gpu-fake.json`](../results/gpu-fake.json)): ")
+    prefix = (f"**Bottom line.** {ADVISED[notebook]}. "
+              "On one NVIDIA H200 ([record](../results/gpu-fake.json)): ")
     assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
-    assert finding.startswith(" ".join(SAID[notebook]))
+    # the bottom line holds the finding's first sentences (the README's bullet all of them)
+    kept = bottom_lines.FEWER_SENTENCES.get(notebook, bottom_lines.FINDING_SENTENCES)
+    assert finding.startswith(" ".join(SAID[notebook][:kept]))
     # each figure of the sentence is a figure of the record, and nothing else is shown
     assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
     readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
@@ -909,8 +912,8 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
-    assert text.startswith("**Bottom line.** Feed a light model with DALI, not a DataLoader: without a GPU "
-                           "(record [`gpu-fake.json`]")
+    assert text.startswith("**Bottom line.** Feed a light model with DALI, not a DataLoader. Without a GPU "
+                           "([record](../results/gpu-fake.json))")
     assert text.endswith("Its goals (best dynamic / best DataLoader, best dynamic / pipeline mode, same "
                          "knobs, best dynamic / ceiling) are stated for GPUs and not judged on this run.")
     assert "met" not in text  # a CPU run gives no goal a verdict
@@ -921,8 +924,7 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     h200 = {"gpu": "NVIDIA H200", "gpu_count": 1, "cpu_count": 16}
     gpu = _fake_results(tmp_path / "gpu", entries, machine=h200)
     assert bottom_lines.bottom_line(findings.NB03, gpu).endswith(
-        "Of its 3 goals ([the results page](../docs/pages/results.md#the-suites-goals)), 1 is met, 1 not met "
-        "and 1 inconclusive.")
+        "Its goals: 1 met, 1 not met, 1 inconclusive ([all 3](../docs/pages/results.md#the-suites-goals)).")
     # 04 on a one-GPU machine runs CPU processes: its record holds no verdict, and none is said
     assert bottom_lines.bottom_line(findings.NB04, gpu).endswith(
         "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run.")
@@ -952,13 +954,13 @@ def test_a_bottom_line_opens_with_the_advice_its_interval_gives(tmp_path: Path, 
     notebook = tmp_path / "notebooks" / "02-capture-mode.ipynb"
     _notebook(notebook, _meta("Capture"))
     chosen = records.newest_gpu_first(tmp_path / "results")
-    assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}: "
+    assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}. "
     with_recipe = nbformat.read(notebook, as_version=4)
     with_recipe.cells = [nbformat.v4.new_markdown_cell("## Recipe"),
                          nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]})]
     nbformat.write(with_recipe, notebook)
     line = bottom_lines.bottom_line("02-capture-mode", tmp_path / "results")
-    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)): on 2 NVIDIA H200 GPUs (record "
+    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)). On 2 NVIDIA H200 GPUs ([record]("
     assert line.startswith(opening), line
     assert str(Ratio(*interval, 5, paired=True)) in line
 

@@ -114,7 +114,7 @@ def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_recor
         assert bullet.topic == "A dummy"
         assert bullet.text == "answer / nothing, 1.30x [1.20-1.50] (goal >= 1.1x)."
         line = bottom_lines.bottom_line("99-dummy", results)
-        assert "(record [`cpu-2099-01-01.json`]" in line and bullet.text in line
+        assert "([record](../results/cpu-2099-01-01.json))" in line and bullet.text in line
         assert "Its goal (answer / nothing) is stated for GPUs and not judged on this run." in line
         assert [f.notebooks for f in findings.findings(results)][:7] == [
             (name,) for name in findings.NOTEBOOKS]  # the hand-written ones first, in their order

@@ -45,6 +45,10 @@ GOALS_LINK = "../docs/pages/results.md#the-suites-goals"
 # the recipe's heading is "## Recipe": JupyterLab and nbconvert (the docs site) give it this id
 RECIPE_LINK = "#Recipe"
 VERDICTS = ("met", "not met", "inconclusive")
+# the finding's first sentences in the bottom line, after the advice: five lines at 1280 px in all
+# (05's first sentence is long: its CPU cost stays in the README's bullet and in its conclusion)
+FINDING_SENTENCES = 2
+FEWER_SENTENCES = {"05-photos-at-scale": 1}
 
 
 def machine(record: Record) -> str:
@@ -78,10 +82,8 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
         return f"Its goal, {name} of {goal['goal']:g}x or more, is {goal['verdict']}{figure}{where}."
     counts = [(count, verdict) for verdict in VERDICTS
               if (count := sum(g["verdict"] == verdict for g in goals.values()))]
-    said = [f"{count} {('is ' if count == 1 else 'are ') if not i else ''}{verdict}"
-            for i, (count, verdict) in enumerate(counts)]
-    listed = " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
-    return f"Of its {len(goals)} goals ([the results page]({GOALS_LINK})), {listed}{where}."
+    listed = ", ".join(f"{count} {verdict}" for count, verdict in counts)
+    return f"Its goals: {listed} ([all {len(goals)}]({GOALS_LINK})){where}."
 
 
 def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
@@ -97,17 +99,15 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
     topic, write = known[notebook]
 
     def with_goals(get: Lookup) -> list[str]:
-        found = write(get)
+        found = write(get)[:FEWER_SENTENCES.get(notebook, FINDING_SENTENCES)]  # the README holds the rest
         goals = goals_sentence(get, notebook)
         return [*found, goals] if goals else found
 
     finding: Finding = find(topic, with_goals, chosen)
     record = chosen[notebook]
-    link = f"[`{record.name}`]({RECORDS_LINK}{record.name})"
-    lead, where = advice(notebook, chosen, results_dir), machine(record)
-    if lead:  # the advice, then the evidence, in one sentence: "Do X (the recipe): on one H200 (...), ..."
-        where = where[0].lower() + where[1:]
-    return f"**Bottom line.** {lead}{where} (record {link}): {finding.text}"
+    link = f"[record]({RECORDS_LINK}{record.name})"
+    lead = advice(notebook, chosen, results_dir)
+    return f"**Bottom line.** {lead}{machine(record)} ({link}): {finding.text}"
 
 
 def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS) -> str:
@@ -118,7 +118,7 @@ def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS
     said = find("", lambda get: [ADVICE[notebook](get)], chosen).text
     path = results_dir.parent / "notebooks" / f"{notebook}.ipynb"
     link = f" ([the recipe]({RECIPE_LINK}))" if path.exists() and recipe(path) else ""
-    return f"{said.removesuffix('.')}{link}: "
+    return f"{said.removesuffix('.')}{link}. "
 
 
 def _layout(notebook: dict[str, Any]) -> str:

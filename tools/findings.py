@@ -248,7 +248,7 @@ def _video(get: Lookup) -> list[str]:
     by_device = {"gpu": VIDEO_DEFAULTS["resolution"][0], "cpu": VIDEO_DEFAULTS["resolution"][1]}
     resolution = parameters.get("resolution") or by_device.get(parameters.get("device"))
     sizes = [(alone, f"at {resolution or 'its default size'}, gop {gop}")]
-    sizes += [(get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}")
+    sizes += [(get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}, the same DataLoader")
               for size in get.value(NB07, "results", "sweep", "dali_over_dataloader")]
     return [f"on {codec} clips of {frames} frames, loading alone, {who} "
             f"{versus_each(sizes, 'PyAV in ' + LOADER)}.",
