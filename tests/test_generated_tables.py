@@ -960,7 +960,7 @@ def test_a_bottom_line_opens_with_the_advice_its_interval_gives(tmp_path: Path, 
                          nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]})]
     nbformat.write(with_recipe, notebook)
     line = bottom_lines.bottom_line("02-capture-mode", tmp_path / "results")
-    opening = f"**Bottom line.** {advice} ([the recipe](#Recipe)). On 2 NVIDIA H200 GPUs ([record]("
+    opening = f"**Bottom line.** {advice} ([the recipe](#recipe)). On 2 NVIDIA H200 GPUs ([record]("
     assert line.startswith(opening), line
     assert str(Ratio(*interval, 5, paired=True)) in line
 

@@ -32,7 +32,7 @@ def test_every_notebook_ends_in_a_recipe_that_keeps_the_rules(notebook: Path) ->
     cell = next(c for c in cells if recipes.TAG in c.metadata.get("tags", []))
     assert not cell.metadata.get("jupyter", {}).get("source_hidden"), "a recipe is shown"
     heading = cells[cells.index(cell) - 1]
-    # "## Recipe" alone: JupyterLab and the docs site give it the id the bottom line links to (#Recipe)
+    # "## Recipe" alone: the docs site gives it the id the bottom line links to (#recipe)
     assert heading.cell_type == "markdown", heading
     assert heading.source.splitlines()[0] == "## Recipe", heading.source[:200]
     # it comes after the record is saved: what a user copies is not what the suite measured with

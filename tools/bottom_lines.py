@@ -42,8 +42,8 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # from a notebook (notebooks/) to the records and to the results page's goals
 RECORDS_LINK = "../results/"
 GOALS_LINK = "../docs/pages/results.md#the-suites-goals"
-# the recipe's heading is "## Recipe": JupyterLab and nbconvert (the docs site) give it this id
-RECIPE_LINK = "#Recipe"
+# the recipe's heading is "## Recipe": the docs site (MkDocs' toc) and GitHub give it this id
+RECIPE_LINK = "#recipe"
 VERDICTS = ("met", "not met", "inconclusive")
 # the finding's first sentences in the bottom line, after the advice: five lines at 1280 px in all
 # (05's first sentence is long: its CPU cost stays in the README's bullet and in its conclusion)
