@@ -840,8 +840,10 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
     # the bottom line holds the finding's first sentences (the README's bullet all of them)
-    kept = bottom_lines.FEWER_SENTENCES.get(notebook, bottom_lines.FINDING_SENTENCES)
-    assert finding.startswith(" ".join(SAID[notebook][:kept]))
+    kept = SAID[notebook][:bottom_lines.FINDING_SENTENCES]
+    assert finding.startswith(" ".join(kept)) or (  # a second sentence only within the budget
+        finding.startswith(kept[0]) and bottom_lines.shown_length(text.replace(kept[0], " ".join(kept)))
+        > bottom_lines.SHOWN_CHARS)
     # each figure of the sentence is a figure of the record, and nothing else is shown
     assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
     readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
@@ -984,3 +986,16 @@ def test_resuming_advice_names_the_faster_resumable_loop(tmp_path: Path) -> None
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
     get = findings.Lookup(records.newest_gpu_first(tmp_path))
     assert "did not resume bit-identically" in findings.ADVICE["06-checkpoint-resume"](get)
+
+
+def test_a_bottom_line_keeps_a_second_finding_within_its_budget(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The finding's second sentence goes where the cell would pass SHOWN_CHARS as a reader sees it."""
+    assert bottom_lines.shown_length("**Bottom line.** Do `x` ([the recipe](#recipe)).") == len(
+        "Bottom line. Do x (the recipe).")
+    results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
+    second = SAID[findings.NB06][1]
+    assert second in bottom_lines.bottom_line(findings.NB06, results)
+    monkeypatch.setattr(bottom_lines, "SHOWN_CHARS", 200)
+    short = bottom_lines.bottom_line(findings.NB06, results)
+    assert SAID[findings.NB06][0] in short and second not in short

@@ -22,6 +22,7 @@ only lines that change are the cell's.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,16 @@ GOALS_LINK = "../docs/pages/results.md#the-suites-goals"
 # the recipe's heading is "## Recipe": the docs site (MkDocs' toc) and GitHub give it this id
 RECIPE_LINK = "#recipe"
 VERDICTS = ("met", "not met", "inconclusive")
-# the finding's first sentences in the bottom line, after the advice: five lines at 1280 px in all
-# (05's first sentence is long: its CPU cost stays in the README's bullet and in its conclusion)
+# after the advice, the finding's first sentence, and its second while the cell stays within
+# SHOWN_CHARS as a reader sees it (links as their text): five lines at 1280 px; the README's
+# bullet holds every sentence
 FINDING_SENTENCES = 2
-FEWER_SENTENCES = {"05-photos-at-scale": 1}
+SHOWN_CHARS = 500
+
+
+def shown_length(markdown: str) -> int:
+    """The characters a reader sees of ``markdown``: links as their text, no ``**`` or backticks."""
+    return len(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown).replace("**", "").replace("`", ""))
 
 
 def machine(record: Record) -> str:
@@ -98,16 +105,22 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
                          f"{results_dir}: name it notebooks/NN-slug.ipynb with its metadata entry")
     topic, write = known[notebook]
 
-    def with_goals(get: Lookup) -> list[str]:
-        found = write(get)[:FEWER_SENTENCES.get(notebook, FINDING_SENTENCES)]  # the README holds the rest
-        goals = goals_sentence(get, notebook)
-        return [*found, goals] if goals else found
-
-    finding: Finding = find(topic, with_goals, chosen)
     record = chosen[notebook]
     link = f"[record]({RECORDS_LINK}{record.name})"
-    lead = advice(notebook, chosen, results_dir)
-    return f"**Bottom line.** {lead}{machine(record)} ({link}): {finding.text}"
+    opening = f"**Bottom line.** {advice(notebook, chosen, results_dir)}{machine(record)} ({link}): "
+
+    def with_goals(get: Lookup) -> list[str]:
+        found = write(get)
+        goals = [said] if (said := goals_sentence(get, notebook)) else []
+        kept = found[:1]
+        for sentence in found[1:FINDING_SENTENCES]:
+            if shown_length(opening + " ".join([*kept, sentence, *goals])) > SHOWN_CHARS:
+                break
+            kept.append(sentence)
+        return [*kept, *goals]
+
+    finding: Finding = find(topic, with_goals, chosen)
+    return opening + finding.text
 
 
 def advice(notebook: str, chosen: dict[str, Record], results_dir: Path = RESULTS) -> str:
