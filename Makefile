@@ -48,7 +48,7 @@ $(VENV)/.installed: requirements.txt requirements-docs.txt pyproject.toml .ci/in
 setup: $(SETUP)
 
 data: $(SETUP)
-	$(PY) -m helpers.embedded_data
+	$(PY) -m helpers.data.embedded_data
 
 run: data
 	$(PY) -m tools.suite run $(if $(OUT),--out $(OUT))

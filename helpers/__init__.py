@@ -1,6 +1,11 @@
-"""What the notebooks import to teach, one small module per concern.
+"""What the notebooks import, in three kinds, each a folder:
 
-CONTRIBUTING.md's module table says what each module is for (tests/test_structure.py keeps it in
-step with the modules here). The suite's machinery (the headless runner, the generated tables,
-the docs build) lives in ``tools``, which imports ``helpers``; ``helpers`` never imports ``tools``.
+- ``helpers.toolkit``: reusable pieces a user could take (the capture guard, loaders, the harness,
+  checkpoints, hardware readings, charts);
+- ``helpers.data``: the data layer (where the data is, how the embedded sets are built, errors);
+- ``helpers.lessons``: one module per notebook, its bookkeeping (``nbNN_<name>``).
+
+Imports go one way: lessons -> toolkit -> data (``pyproject.toml``'s import-linter contracts).
+CONTRIBUTING.md's module table is checked against these folders (tests/test_structure.py). The
+suite's machinery lives in ``tools``, which imports ``helpers``; ``helpers`` never imports ``tools``.
 """

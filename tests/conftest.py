@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from helpers.data_sources import locate_data
-from helpers.paths import REPO_ROOT
-from helpers.paths import default_data_dir
-from helpers.results_file import NotebookResults
+from helpers.data.data_sources import locate_data
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import default_data_dir
+from helpers.data.results_file import NotebookResults
 from tools import run_notebooks
 from tools import suite
 from tools.record_format import RunLog
@@ -176,7 +176,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 @pytest.fixture
 def scratch_folders_to_ourselves() -> Iterator[None]:
     """For a test that runs a notebook's set-up, which empties the notebook's scratch folder
-    (``helpers.paths.work_folder``: build/nb04, build/nb06): it waits until the CI-scale run,
+    (``helpers.data.paths.work_folder``: build/nb04, build/nb06): it waits until the CI-scale run,
     which works in the same folders, is over (such tests go last), and the folders that the
     set-up made are removed after it."""
     if _ci_run is not None:
@@ -199,7 +199,7 @@ def ci_run() -> dict[str, run_notebooks.NotebookRun]:
 def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
     """A goal as a notebook recorded it: its target, its number of paired trials (or launches),
     and whatever the results page would refuse in it (``tools.goal_check.goal_problems``: a
-    missing field, a verdict that does not follow the interval by helpers.benchmarking's rule)."""
+    missing field, a verdict that does not follow the interval by helpers.toolkit.benchmarking's rule)."""
     from tools.goal_check import goal_problems
 
     assert goal["goal"] == pytest.approx(target), goal

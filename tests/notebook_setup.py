@@ -5,7 +5,7 @@ the check of their names, the imports, the check of their values).
 
 A refusal of a bad parameter happens there, so a test of one needs no kernel: the cells run as
 papermill would run them, with the given parameters in a cell of their own after the
-``parameters`` cell (headed ``# Parameters``, which ``helpers.parameters.reject_unknown_parameters``
+``parameters`` cell (headed ``# Parameters``, which ``helpers.toolkit.parameters.reject_unknown_parameters``
 looks for in IPython's ``In``), in the notebook's folder. Each notebook's integration test still
 runs it once in a kernel through ``tools.run_notebooks.run_notebook``.
 """
@@ -21,9 +21,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from helpers.parameters import INJECTED_TAG
-from helpers.parameters import PAPERMILL_INJECTED
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.parameters import INJECTED_TAG
+from helpers.toolkit.parameters import PAPERMILL_INJECTED
 from tools.registry import notebook_paths
 
 SETUP_TAGS = {"parameters", "hide-input"}

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import goal_lines
-from helpers.benchmarking import interleaved_order
-from helpers.benchmarking import interleaved_trials
-from helpers.benchmarking import machine_info
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.benchmarking import save_results
-from helpers.benchmarking import summarize
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import goal_lines
+from helpers.toolkit.benchmarking import interleaved_order
+from helpers.toolkit.benchmarking import interleaved_trials
+from helpers.toolkit.benchmarking import machine_info
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import save_results
+from helpers.toolkit.benchmarking import summarize
 
 
 def test_summarize() -> None:

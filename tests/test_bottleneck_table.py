@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from helpers.benchmarking import Ratio
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import Ratio
 from tools import bottleneck_table
 from tools import records
 from tools.readme_blocks import replace_block

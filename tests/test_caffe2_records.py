@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.caffe2_records import Record
-from helpers.caffe2_records import decode_record
-from helpers.caffe2_records import encode_record
+from helpers.data.caffe2_records import Record
+from helpers.data.caffe2_records import decode_record
+from helpers.data.caffe2_records import encode_record
 
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(200)) + b"\xff\xd9"
 

@@ -1,4 +1,4 @@
-"""helpers.capture_guard on small CPU loops over the embedded MNIST test LMDB (1,000 digits)."""
+"""helpers.toolkit.capture_guard on small CPU loops over the embedded MNIST test LMDB (1,000 digits)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers import capture_guard
-from helpers.capture_guard import CaptureGuard
-from helpers.capture_guard import EagerOperatorError
-from helpers.data_sources import locate_data
+from helpers.data.data_sources import locate_data
+from helpers.toolkit import capture_guard
+from helpers.toolkit.capture_guard import CaptureGuard
+from helpers.toolkit.capture_guard import EagerOperatorError
 
 SIZE = 20  # module-level names: capture mode cannot prove them constant
 MEAN = [10.0]

@@ -1,17 +1,17 @@
-"""helpers.capture_mode: notebook 02's set-up, the sentences it generates from its results (each
+"""helpers.lessons.nb02_capture_mode: notebook 02's set-up, the sentences it generates from its results (each
 worded by its interval), and its record, on small fake results."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import capture_mode
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import ratio
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.parameters import ParameterError
+from helpers.lessons import nb02_capture_mode as capture_mode
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
+from helpers.toolkit.parameters import ParameterError
 
 
 def fake(rates: dict[str, list[float]], samples: int = 1000) -> Results:
@@ -114,8 +114,8 @@ def test_the_set_up_refuses_a_bad_value_by_name() -> None:
 
 
 def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode() -> None:
-    from helpers.harness import Trial
-    from helpers.harness import Way
+    from helpers.toolkit.harness import Trial
+    from helpers.toolkit.harness import Way
 
     ways = [Way("eager", lambda: None), Way("capture", lambda: None)]
     trials = {"eager": [Trial(1000, 1.0, 0.1, 1.0), Trial(1000, 1.1, 0.1, 1.0)],

@@ -1,4 +1,4 @@
-"""helpers.checkpointing: the commit protocol, and every bad input ending in a clear message that
+"""helpers.toolkit.checkpointing: the commit protocol, and every bad input ending in a clear message that
 changes nothing on disk."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import checkpointing as ck
+from helpers.toolkit import checkpointing as ck
 
 COMPAT = {"data": "build/x/training", "records": 1024, "batch_size": 64, "world_size": 2,
           "dali": "2.4.0"}

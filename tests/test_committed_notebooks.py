@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from conftest import headline_output
 
-from helpers.parameters import INJECTED_TAG
+from helpers.toolkit.parameters import INJECTED_TAG
 from tools.docs_notes import NEEDS_THE_REPOSITORY
 from tools.inventory import runtimes
 from tools.run_parameters import notebooks
@@ -94,7 +94,7 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
 def test_no_output_is_an_empty_error_stream(notebook: Path) -> None:
     """A stderr output of nothing but whitespace (a progress bar's closing newline) renders as an
     empty error-coloured bar in JupyterLab, on GitHub and on the docs site: progress goes to
-    stdout (helpers.loaders.rounds, the data builders)."""
+    stdout (helpers.toolkit.loaders.rounds, the data builders)."""
     empty = [i for i, c in enumerate(nbformat.read(notebook, as_version=4).cells)
              for o in c.get("outputs", []) if o.get("output_type") == "stream"
              and o.get("name") == "stderr" and not o.get("text", "").strip()]

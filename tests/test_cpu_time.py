@@ -1,4 +1,4 @@
-"""helpers.cpu_time: the CPU time of this process and of the processes it started."""
+"""helpers.toolkit.cpu_time: the CPU time of this process and of the processes it started."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import subprocess
 import sys
 import textwrap
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 
 # In a process of its own: the tests' process has other children at times (the CI-scale run's
 # kernels, tests/conftest.py), which the process tree counts too.
 SCENARIO = textwrap.dedent("""
     import subprocess, sys, time
-    from helpers.cpu_time import cpu_seconds_since, process_tree_cpu
+    from helpers.toolkit.cpu_time import cpu_seconds_since, process_tree_cpu
 
     before = process_tree_cpu()
     # a child that burns about 0.4 s of CPU and then waits to be measured (a persistent worker)

@@ -10,7 +10,7 @@ workaround of the suite can go or must change:
 - any other finding asserts today's behaviour, with a message that names the page and the
   workaround to update.
 
-A GPU-only finding is skipped without a GPU (``helpers.devices.gpu_count()``).
+A GPU-only finding is skipped without a GPU (``helpers.toolkit.devices.gpu_count()``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers.capture_guard import CaptureGuard
-from helpers.capture_guard import EagerOperatorError
-from helpers.data_sources import locate_data
-from helpers.devices import gpu_count
+from helpers.data.data_sources import locate_data
+from helpers.toolkit.capture_guard import CaptureGuard
+from helpers.toolkit.capture_guard import EagerOperatorError
+from helpers.toolkit.devices import gpu_count
 
 PAGE = "docs/pages/dali-behaviour.md"
 BATCH = 100  # the MNIST test LMDB holds 1,000 records: 10 batches an epoch
@@ -77,7 +77,8 @@ def numbers(batch) -> list[list[int]]:
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="DALI 2.4: Batch.select(slice or list) returns the whole batch "
-                          "(_batch.py: Batch(self.tensors[r])); helpers.batches takes samples one by one")
+                          "(_batch.py: Batch(self.tensors[r])); helpers.toolkit.batches takes samples one by "
+                          "one")
 def test_batch_select_with_a_range_returns_the_samples_asked_for() -> None:
     batch = ndd.batch([[0], [1], [2], [3]])
     assert numbers(batch.select(slice(1, 3))) == [[1], [2]]
@@ -102,7 +103,7 @@ def test_an_operator_on_a_selected_batch_runs_eagerly_in_a_capture_loop(lmdb) ->
             ndd.decoders.image(first, device="cpu", output_type=types.GRAY).evaluate()
     message = str(caught.value)
     assert "Image (" in message and "a batch that capture mode did not produce" in message, \
-        changed("helpers.batches (samples taken one at a time, outside capture loops)")
+        changed("helpers.toolkit.batches (samples taken one at a time, outside capture loops)")
 
 
 # --- 2. Arguments capture mode cannot prove constant ------------------------------------------
@@ -123,18 +124,18 @@ def test_an_argument_capture_cannot_prove_constant_runs_its_operator_eagerly_wit
             global_and_local_list(jpegs).evaluate()
     message = str(caught.value)
     assert "`size=SIZE`" in message and "`mean=mean`" in message, \
-        changed("helpers.capture_guard (CaptureGuard around every capture loop)")
-    assert guard.captured == ["Image"], changed("helpers.capture_guard")
+        changed("helpers.toolkit.capture_guard (CaptureGuard around every capture loop)")
+    assert guard.captured == ["Image"], changed("helpers.toolkit.capture_guard")
     warned = [f"{w.category.__name__}: {w.message}" for w in seen
               if not issubclass(w.category, DeprecationWarning | PendingDeprecationWarning)]
-    assert not warned, changed("helpers.capture_guard (DALI now warns: say so)") + f": {warned}"
+    assert not warned, changed("helpers.toolkit.capture_guard (DALI now warns: say so)") + f": {warned}"
 
 
 def test_capture_mode_has_no_public_way_to_say_what_it_captured() -> None:
     """What a loop captured is only in the private ``_capture.CaptureContext`` (CaptureGuard reads
     it; tests/test_capture_guard.py checks that it is there)."""
     public = {name for name in dir(ndd.capture) if not name.startswith("_")}
-    assert public == {"invariant"}, changed("helpers.capture_guard (a public API may replace "
+    assert public == {"invariant"}, changed("helpers.toolkit.capture_guard (a public API may replace "
                                             f"the private one it reads): ndd.capture has {sorted(public)}")
 
 
@@ -149,7 +150,7 @@ def collected_checkpoint() -> ndd.checkpoint.Checkpoint:
 
 def test_checkpoint_save_needs_seq_although_its_docstring_calls_it_optional(tmp_path: Path) -> None:
     assert "optionally containing ``{seq}``" in ndd.checkpoint.Checkpoint.save.__doc__, \
-        changed("helpers.checkpointing and notebook 06 (Checkpoint.save's docstring)")
+        changed("helpers.toolkit.checkpointing and notebook 06 (Checkpoint.save's docstring)")
     with pytest.raises(ValueError, match="must include `{seq}`"):
         collected_checkpoint().save(str(tmp_path / "dali.json"))
 
@@ -161,7 +162,7 @@ def test_checkpoint_save_writes_without_fsync(tmp_path: Path, monkeypatch: pytes
             monkeypatch.setattr(os, name, lambda fd, name=name: synced.append(name))
     written = collected_checkpoint().save(str(tmp_path / "ckpt_{seq:04d}.json"))
     assert Path(written).name == "ckpt_0000.json"
-    assert synced == [], changed("helpers.checkpointing (its own fsync-ed commit protocol)")
+    assert synced == [], changed("helpers.toolkit.checkpointing (its own fsync-ed commit protocol)")
 
 
 # --- 4. Checkpointing and capture mode ---------------------------------------------------------
@@ -265,7 +266,8 @@ def test_a_failed_or_abandoned_capture_loop_leaves_its_reader_unusable(lmdb) -> 
     unusable = "invalid state due to a previous error and cannot be used"
     assert "RNG of a captured operator was used unexpectedly" in said["failed"], said
     assert unusable in said["after the failure"] and unusable in said["after leaving early"], \
-        changed("helpers.loaders (a capture loop always runs its epochs to the end, InBackground too)") \
+        changed("helpers.toolkit.loaders (a capture loop always runs its epochs to the end, "
+                "InBackground too)") \
         + f": {said}"
 
 
@@ -315,7 +317,7 @@ def test_one_corrupt_jpeg_fails_its_whole_batch_on_the_cpu(photos_with_a_truncat
             ndd.decoders.image(jpegs, device="cpu").evaluate()
     relative = victim.relative_to(root).as_posix()
     assert str(innermost(caught.value)) == f"Failed to decode sample #{files.index(victim)} : {relative}", \
-        changed("helpers.data_sources (check_image_folder, batch_files and check_decodable)")
+        changed("helpers.data.data_sources (check_image_folder, batch_files and check_decodable)")
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="GPU-only finding: DALI finds no GPU on this machine")
@@ -331,7 +333,7 @@ def test_gpu_only_a_truncated_jpeg_decodes_on_the_gpu_without_an_error(photos_wi
                      hw_decoder_load=0.65).evaluate().batch_size
                  for jpegs, _ in reader.next_epoch(batch_size=len(files))]
     assert sizes == [len(files)], \
-        changed("helpers.data_sources (check_image_folder before a GPU run) and notebook 05, section 8")
+        changed("helpers.data.data_sources (check_image_folder before a GPU run) and notebook 05, section 8")
 
 
 # --- 9. torchdata checkpointing ----------------------------------------------------------------
@@ -393,7 +395,7 @@ def test_a_captured_step_makes_hundreds_of_python_calls_into_dali(lmdb) -> None:
 
 
 def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -> None:
-    """docs/pages/dali-behaviour.md, section 12: helpers.sharded reads a reader's metadata only
+    """docs/pages/dali-behaviour.md, section 12: helpers.toolkit.sharded reads a reader's metadata only
     after its first batch."""
     reader = ndd.readers.Caffe2(path=lmdb, num_shards=2, shard_id=1)
     assert reader.get_metadata()["epoch_size"] == 1000
@@ -403,7 +405,8 @@ def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -
     batches = fresh.next_epoch(batch_size=100)
     next(iter(batches))
     assert fresh.get_metadata()["epoch_size"] == 1000, (
-        "DALI changed: update docs/pages/dali-behaviour.md (section 12) and helpers.sharded._shard_of")
+        "DALI changed: update docs/pages/dali-behaviour.md (section 12) and "
+        "helpers.toolkit.sharded._shard_of")
     batches.close()
 
 

@@ -10,14 +10,14 @@ import nvidia.dali.experimental.dynamic as ndd
 import PIL.Image
 import pytest
 
-from helpers import embedded_data
-from helpers.data_sources import DataSourceError
-from helpers.data_sources import batch_files
-from helpers.data_sources import check_decodable
-from helpers.data_sources import check_image_folder
-from helpers.data_sources import locate_data
-from helpers.data_sources import locate_photos
-from helpers.parameters import ParameterError
+from helpers.data import embedded_data
+from helpers.data.data_sources import DataSourceError
+from helpers.data.data_sources import batch_files
+from helpers.data.data_sources import check_decodable
+from helpers.data.data_sources import check_image_folder
+from helpers.data.data_sources import locate_data
+from helpers.data.data_sources import locate_photos
+from helpers.toolkit.parameters import ParameterError
 
 
 @pytest.fixture(scope="module")

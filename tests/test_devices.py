@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import devices
+from helpers.toolkit import devices
 
 
 @pytest.fixture

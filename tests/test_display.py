@@ -10,10 +10,10 @@ import nvidia.dali.experimental.dynamic as ndd
 import pytest
 from matplotlib import pyplot as plt
 
-from helpers.batches import as_arrays
-from helpers.batches import as_labels
-from helpers.display import grid_shape
-from helpers.display import show_batch
+from helpers.toolkit.batches import as_arrays
+from helpers.toolkit.batches import as_labels
+from helpers.toolkit.display import grid_shape
+from helpers.toolkit.display import show_batch
 
 
 @pytest.mark.parametrize("count", range(1, 10))

@@ -45,10 +45,10 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from helpers.display import LABEL_PX
-from helpers.parameters import INJECTED_TAG
-from helpers.paths import REPO_ROOT as ROOT
-from helpers.plots import SMALLEST_TEXT_PX
+from helpers.data.paths import REPO_ROOT as ROOT
+from helpers.toolkit.display import LABEL_PX
+from helpers.toolkit.parameters import INJECTED_TAG
+from helpers.toolkit.plots import SMALLEST_TEXT_PX
 from tools.docs_checks import awaits_its_first_run
 from tools.docs_checks import figure_count
 from tools.docs_nav import notebook_nav
@@ -491,7 +491,7 @@ def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) 
 
 # Figures on a phone: each shown at its own CSS width in a box that scrolls sideways, or, if
 # shrunk, with its smallest text still MIN_TEXT_PX high. The smallest text of a figure at its own
-# width: the plotting helpers' (helpers.plots.SMALLEST_TEXT_PX) and show_batch's labels (LABEL_PX).
+# width: the plotting helpers' (helpers.toolkit.plots.SMALLEST_TEXT_PX) and show_batch's labels (LABEL_PX).
 MIN_TEXT_PX = 9
 SMALLEST_FIGURE_TEXT_PX = min(SMALLEST_TEXT_PX, LABEL_PX)
 
@@ -568,11 +568,11 @@ def test_figure_checks_catch_a_shrunk_figure_and_a_clipped_one(browser: Any, tmp
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_chart_drawn_at_twice_its_pixels_shows_at_its_css_width(browser: Any, tmp_path: Path) -> None:
-    """A chart output as IPython shows one from helpers.plots (a PNG of twice the pixels, its CSS
+    """A chart output as IPython shows one from helpers.toolkit.plots (a PNG of twice the pixels, its CSS
     size in the output's metadata), put in place of a committed figure in a copy of the checkout:
     its page shows it at its CSS width, at 1280 px and at 390 px (scrolling), with twice the pixels."""
-    from helpers.plots import goal_chart
-    from helpers.plots import png_at_twice_the_pixels
+    from helpers.toolkit.plots import goal_chart
+    from helpers.toolkit.plots import png_at_twice_the_pixels
 
     path = next(p for p in notebook_paths(ROOT) if _figures(p))
     root = _copy_checkout(tmp_path, {path.stem})

@@ -17,12 +17,12 @@ import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
 
-from helpers import data_sources
-from helpers import embedded_data
-from helpers.batches import as_arrays
-from helpers.batches import as_labels
-from helpers.caffe2_records import decode_record
-from helpers.paths import MNIST_TRAINING
+from helpers.data import data_sources
+from helpers.data import embedded_data
+from helpers.data.caffe2_records import decode_record
+from helpers.data.paths import MNIST_TRAINING
+from helpers.toolkit.batches import as_arrays
+from helpers.toolkit.batches import as_labels
 
 RECORDS = 500
 
@@ -100,7 +100,7 @@ def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monke
 
 @pytest.mark.slow
 def test_a_killed_make_data_is_rebuilt_cleanly(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path)]
+    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not list(tmp_path.rglob(".build-*")) and process.poll() is None and time.time() < deadline:
@@ -197,7 +197,7 @@ def _digests(root: Path) -> list[str]:
 
 
 def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "helpers.embedded_data", "--data-dir",
+    result = subprocess.run([sys.executable, "-m", "helpers.data.embedded_data", "--data-dir",
                              str(tmp_path), "--records", "0"], capture_output=True, text=True,
                             env={**os.environ})
     assert result.returncode == 2
@@ -324,7 +324,7 @@ def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: P
 @pytest.mark.slow
 def test_a_killed_photo_set_build_is_rebuilt_cleanly(tmp_path: Path) -> None:
     """Killed mid-build with its process pool (the whole process group, as a closed terminal)."""
-    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),
+    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path),
                "--records", "100", "--photo-set", "512"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)

@@ -1,4 +1,4 @@
-"""The embedded video set (helpers.embedded_video): the same bytes on every build, a keyframe
+"""The embedded video set (helpers.data.embedded_video): the same bytes on every build, a keyframe
 every ``gop`` frames, the panning shot that was rendered, decoded by DALI's CPU video reader
 (VP9) and by PyAV (H.264, which DALI decodes on the GPU only)."""
 
@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import embedded_video
-from helpers.embedded_data import photo_set_sources
-from helpers.embedded_data import read_manifest
-from helpers.embedded_video import build_video_set
-from helpers.embedded_video import keyframes
-from helpers.embedded_video import load_video_set
-from helpers.embedded_video import render_frames
-from helpers.embedded_video import video_set_dir
-from helpers.embedded_video import video_spec
+from helpers.data import embedded_video
+from helpers.data.embedded_data import photo_set_sources
+from helpers.data.embedded_data import read_manifest
+from helpers.data.embedded_video import build_video_set
+from helpers.data.embedded_video import keyframes
+from helpers.data.embedded_video import load_video_set
+from helpers.data.embedded_video import render_frames
+from helpers.data.embedded_video import video_set_dir
+from helpers.data.embedded_video import video_spec
 
 SMALL = dict(width=96, height=64, frames=16, gop=8, per_class=1)
 pytestmark = pytest.mark.slow  # each module builds the photographs and two video sets
@@ -64,7 +64,7 @@ def test_dali_decodes_the_vp9_set_on_the_cpu_as_it_was_rendered(vp9) -> None:
 
 
 def _sources(video_set) -> dict:
-    from helpers.embedded_data import build_photos
+    from helpers.data.embedded_data import build_photos
 
     return photo_set_sources(build_photos(video_set.root.parent))
 
@@ -92,10 +92,10 @@ def test_parameters_that_cannot_make_a_set_say_why(tmp_path: Path, change: dict,
 
 
 def test_first_packets_cuts_a_video_short_without_reencoding(tmp_path: Path) -> None:
-    from helpers.embedded_video import build_video_set
-    from helpers.embedded_video import first_packets
-    from helpers.embedded_video import load_video_set
-    from helpers.video_sources import probe_video
+    from helpers.data.embedded_video import build_video_set
+    from helpers.data.embedded_video import first_packets
+    from helpers.data.embedded_video import load_video_set
+    from helpers.data.video_sources import probe_video
 
     videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
                                             per_class=1))

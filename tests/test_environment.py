@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 
 
 def _requirements(path: Path) -> list[str]:

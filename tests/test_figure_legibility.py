@@ -1,9 +1,10 @@
 """show_batch's grids are legible where they are shown at their own size (JupyterLab, the docs'
 pages): labels LABEL_PX high and clear of the row above, images at least MIN_IMAGE_PX wide, the
 grid no wider than MAX_WIDTH_PX; with the arguments notebooks 01 and 02 pass. The charts of
-helpers.plots and helpers.loader_charts: no text under 9 CSS px at their size on a page, legends
-off the plotted area, value labels clear of the data and of the goal ticks, shown in IPython at
-twice their pixels with their CSS size (the docs' pages at 390 px: tests/test_docs_site.py)."""
+helpers.toolkit.plots and helpers.lessons.nb03_feeding_pytorch_fast: no text under 9 CSS px at
+their size on a page, legends off the plotted area, value labels clear of the data and of the goal
+ticks, shown in IPython at twice their pixels with their CSS size (the docs' pages at 390 px:
+tests/test_docs_site.py)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from PIL import Image
 
-from helpers import loader_charts
-from helpers import plots
-from helpers.display import LABEL_PX
-from helpers.display import MAX_WIDTH_PX
-from helpers.display import MIN_IMAGE_PX
-from helpers.display import show_batch
+from helpers.lessons import nb03_feeding_pytorch_fast as loader_charts  # crossover: 03's chart
+from helpers.toolkit import plots
+from helpers.toolkit.display import LABEL_PX
+from helpers.toolkit.display import MAX_WIDTH_PX
+from helpers.toolkit.display import MIN_IMAGE_PX
+from helpers.toolkit.display import show_batch
 
 
 def _batch(count: int, shape: tuple[int, ...]) -> tuple[object, object]:
@@ -110,8 +111,9 @@ def test_the_checks_catch_an_illegible_grid() -> None:
         plt.close(figure)
 
 
-# The charts of helpers.plots and helpers.loader_charts, at their size on a page (CSS_DPI): no
-# text under 9 CSS px, the legend off the plotted area, value labels clear of the data and goals.
+# The charts of helpers.toolkit.plots and helpers.lessons.nb03_feeding_pytorch_fast, at their size
+# on a page (CSS_DPI): no text under 9 CSS px, the legend off the plotted area, value labels clear
+# of the data and goals.
 CSS_MIN_TEXT_PX = 9
 
 

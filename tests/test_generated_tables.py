@@ -15,8 +15,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from helpers.benchmarking import Ratio
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import Ratio
 from tools import bottom_lines
 from tools import findings
 from tools import goal_check
@@ -909,7 +909,7 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
         "best dynamic / best DataLoader": {**ratio, "goal": 1.1, "verdict": "met"},
         "best dynamic / pipeline mode, same knobs": {**ratio, "goal": 1.25, "verdict": "inconclusive"},
         "best dynamic / ceiling": {**ratio, "goal": 1.6, "verdict": "not met"}}
-    entries[findings.NB04]["results"]["goals"] = {  # as helpers.scaling.record stores a run of CPU processes
+    entries[findings.NB04]["results"]["goals"] = {  # as nb04_scaling_out.record stores a CPU run
         "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": None}}
     cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
     results = _fake_results(tmp_path, entries, machine=cpu)

@@ -1,6 +1,6 @@
-"""helpers.getting_started: notebook 01's epoch counts and their sentences, the speed test's stand-in
-reader, its parameters, and the sentences and record it makes from a harness's results (fake
-trials, no timing); helpers.paths.relative through a linked data folder."""
+"""helpers.lessons.nb01_getting_started: notebook 01's epoch counts and their sentences, the speed
+test's stand-in reader, its parameters, and the sentences and record it makes from a harness's results (fake
+trials, no timing); helpers.data.paths.relative through a linked data folder."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import getting_started as gs
-from helpers.benchmarking import ratio
-from helpers.data_sources import check_image_folder
-from helpers.data_sources import locate_data
-from helpers.errors import ParameterError
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.paths import REPO_ROOT
-from helpers.paths import relative
+from helpers.data.data_sources import check_image_folder
+from helpers.data.data_sources import locate_data
+from helpers.data.errors import ParameterError
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
+from helpers.lessons import nb01_getting_started as gs
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
 
 CPU, DEFAULT, HARDWARE = "CPU, 4 threads", "GPU, default", "GPU, hw 1"
 
@@ -63,7 +63,7 @@ def test_epoch_counts_read_whole_epochs_of_a_reader() -> None:
 
 
 def test_jpeg_views_yield_count_batches_of_distinct_jpegs_and_refuse_capture() -> None:
-    from helpers.embedded_data import jpeg_variants
+    from helpers.data.embedded_data import jpeg_variants
 
     jpegs = jpeg_variants(check_image_folder(locate_data(verbose=False).images).files[:2], 6)
     views = gs.JpegViews(jpegs, 4, 5)

@@ -24,16 +24,16 @@ from test_nb05 import check_fully_captured
 from test_nb05 import check_goals as check_nb05_goals
 from test_nb05 import check_trials
 
-from helpers.benchmarking import ratio
-from helpers.data_sources import locate_data
-from helpers.devices import gpu_count
-from helpers.getting_started import ALL_TO_HARDWARE
-from helpers.getting_started import DEFAULT
-from helpers.lmdb_subset import first_records
-from helpers.paths import REPO_ROOT
-from helpers.results_file import NotebookResults
-from helpers.torchrun import LaunchError
-from helpers.torchrun import run_torchrun
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import NotebookResults
+from helpers.lessons.nb01_getting_started import ALL_TO_HARDWARE
+from helpers.lessons.nb01_getting_started import DEFAULT
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.devices import gpu_count
+from helpers.toolkit.torchrun import LaunchError
+from helpers.toolkit.torchrun import run_torchrun
 from tools import registry
 
 Results = Callable[[str], NotebookResults]
@@ -284,7 +284,7 @@ def test_video_one_reader_keeps_one_hardware_decoder_busy_and_more_readers_more(
     """DALI 2.4's video readers decode one clip at a time, one NVDEC session each (NVIDIA/DALI#6387;
     docs/pages/dali-behaviour.md): one reader keeps about one of the GPU's decoders busy. This
     flips, and the page must change, when a DALI release lets one reader use several engines."""
-    from helpers.devices import video_decoders
+    from helpers.toolkit.devices import video_decoders
 
     document = gpu_results(NB07)
     results, parameters = document.results, document.parameters

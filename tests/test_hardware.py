@@ -1,4 +1,4 @@
-"""helpers.hardware's sampler and helpers.devices.video_decoders, on a CPU: without NVML the
+"""helpers.toolkit.hardware's sampler and helpers.toolkit.devices.video_decoders, on a CPU: without NVML the
 sampler says so once and records the CPU alone; with NVML (a stand-in module that counts) it
 records every engine the GPU reports, skipping one it lacks."""
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers import hardware
-from helpers.devices import video_decoders
+from helpers.toolkit import hardware
+from helpers.toolkit.devices import video_decoders
 
 
 def test_without_nvml_it_says_so_once_and_records_the_cpu_alone(monkeypatch) -> None:

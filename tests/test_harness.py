@@ -1,4 +1,4 @@
-"""helpers.harness: the suite's one benchmark harness (ways, rounds in seeded random orders from the
+"""helpers.toolkit.harness: the suite's one benchmark harness (ways, rounds in seeded random orders from the
 same state, trials at steady state, the settle step, rates, ratios, picks, the table and the
 record)."""
 
@@ -11,14 +11,14 @@ from contextlib import nullcontext
 import pandas as pd
 import pytest
 
-from helpers.benchmarking import ratio
-from helpers.harness import Harness
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.harness import folded
-from helpers.harness import narrow
-from helpers.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.harness import Harness
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
+from helpers.toolkit.harness import folded
+from helpers.toolkit.harness import narrow
 
 
 class Sleepy:
@@ -321,7 +321,7 @@ class Victim(Carrier):
 
 def verdict_in_order(monkeypatch, order, settle):
     clock = Clock()
-    monkeypatch.setattr("helpers.harness.time", clock)
+    monkeypatch.setattr("helpers.toolkit.harness.time", clock)
     engine = Engine(clock)
     harness = quick(sampler=engine, settle_most_s=2.0 if settle else 0.0)
     ways = {"heavy": Way("heavy", lambda: Carrier(engine, 0.01)), "b": Way("b", lambda: Victim(engine, 0.01)),

@@ -26,8 +26,8 @@ import nbformat
 import pytest
 from tornado.websocket import websocket_connect
 
-from helpers.parameters import INJECTED_TAG
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.parameters import INJECTED_TAG
 from tools.copies import copy_notebooks
 from tools.registry import notebook_paths
 from tools.run_parameters import scales_of

@@ -1,27 +1,27 @@
-"""helpers.loader_benchmark: notebook 03's ways, tables, checks and generated answer."""
+"""helpers.lessons.nb03_feeding_pytorch_fast: notebook 03's ways, tables, checks and generated answer."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from helpers.benchmarking import ratio
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.loader_benchmark import answer
-from helpers.loader_benchmark import batch_series
-from helpers.loader_benchmark import best
-from helpers.loader_benchmark import guards
-from helpers.loader_benchmark import knob_findings
-from helpers.loader_benchmark import knob_table
-from helpers.loader_benchmark import profile_top
-from helpers.loader_benchmark import record
-from helpers.loader_benchmark import same_data
-from helpers.loader_benchmark import same_knobs
-from helpers.loader_benchmark import way
-from helpers.loader_benchmark import which_mode
-from helpers.loaders import InBackground
-from helpers.loaders import Staged
+from helpers.lessons.nb03_feeding_pytorch_fast import answer
+from helpers.lessons.nb03_feeding_pytorch_fast import batch_series
+from helpers.lessons.nb03_feeding_pytorch_fast import best
+from helpers.lessons.nb03_feeding_pytorch_fast import guards
+from helpers.lessons.nb03_feeding_pytorch_fast import knob_findings
+from helpers.lessons.nb03_feeding_pytorch_fast import knob_table
+from helpers.lessons.nb03_feeding_pytorch_fast import profile_top
+from helpers.lessons.nb03_feeding_pytorch_fast import record
+from helpers.lessons.nb03_feeding_pytorch_fast import same_data
+from helpers.lessons.nb03_feeding_pytorch_fast import same_knobs
+from helpers.lessons.nb03_feeding_pytorch_fast import way
+from helpers.lessons.nb03_feeding_pytorch_fast import which_mode
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.loaders import InBackground
+from helpers.toolkit.loaders import Staged
 
 
 def make(batch, **options):
@@ -79,7 +79,7 @@ def test_best_and_the_knob_table_pair_each_way_with_the_one_without_its_knob() -
 @pytest.mark.parametrize("low, high, words", [
     (0.7, 0.9, "pipeline mode, unless"), (1.1, 1.3, "dynamic mode"), (0.9, 1.1, "either")])
 def test_which_mode_follows_the_interval(low: float, high: float, words: str) -> None:
-    from helpers.benchmarking import Ratio
+    from helpers.toolkit.benchmarking import Ratio
 
     assert which_mode(Ratio((low + high) / 2, low, high, 5, True)).startswith(words)
 
@@ -131,7 +131,7 @@ class Batches:
 
 
 def test_same_data_compares_each_loader_with_the_first_in_grey_levels() -> None:
-    from helpers.loader_benchmark import GREY_LEVEL
+    from helpers.lessons.nb03_feeding_pytorch_fast import GREY_LEVEL
 
     images, labels = torch.zeros(4, 1, 2, 2), torch.arange(4)
     shifted = images.clone()
@@ -176,11 +176,11 @@ def test_profile_top_names_functions_per_step() -> None:
     ("/tmp/site/nvidia/dali/experimental/dynamic/_tensor.py", "experimental/dynamic/_tensor.py:176(f)"),
     ("/x/.venv/lib/python3.11/site-packages/nvidia/dali/_batch.py", "nvidia/dali/_batch.py:176(f)"),
     ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch/autograd/graph.py:176(f)"),
-    ("/home/u/repo/helpers/loaders.py", "loaders.py:176(f)"),
+    ("/home/u/repo/helpers/toolkit/loaders.py", "toolkit/loaders.py:176(f)"),
 ])
 def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filename, expected) -> None:
-    from helpers.loader_benchmark import _package
-    from helpers.loader_benchmark import _short
+    from helpers.lessons.nb03_feeding_pytorch_fast import _package
+    from helpers.lessons.nb03_feeding_pytorch_fast import _short
 
     assert _short((filename, 176, "f")) == expected
     assert (_package((filename, 176, "f")) == "DALI (Python side)") == ("nvidia" in filename)

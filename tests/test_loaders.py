@@ -1,4 +1,4 @@
-"""helpers.loaders: the background thread's guarantees, without DALI; the dynamic-mode feed and
+"""helpers.toolkit.loaders: the background thread's guarantees, without DALI; the dynamic-mode feed and
 its capture check on small CPU loops over the embedded MNIST test LMDB; what DALI's loaders have
 ready when an epoch ends."""
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from helpers.loaders import InBackground
-from helpers.loaders import Staged
-from helpers.loaders import check_capture
+from helpers.toolkit.loaders import InBackground
+from helpers.toolkit.loaders import Staged
+from helpers.toolkit.loaders import check_capture
 
 
 class Counting:
@@ -58,7 +58,7 @@ def test_in_background_raises_the_threads_error_and_runs_an_abandoned_epoch_to_i
     background.close()
 
 
-# helpers.loaders.DynamicFeed and check_capture, on the embedded MNIST test LMDB (1,000 digits)
+# helpers.toolkit.loaders.DynamicFeed and check_capture, on the embedded MNIST test LMDB (1,000 digits)
 
 SIDE = 20  # a module-level name: capture mode cannot prove it constant
 
@@ -70,8 +70,8 @@ class Digits:
     def feed(step, *, capture, batch_size=100):
         import nvidia.dali.experimental.dynamic as ndd
 
-        from helpers.data_sources import locate_data
-        from helpers.loaders import DynamicFeed
+        from helpers.data.data_sources import locate_data
+        from helpers.toolkit.loaders import DynamicFeed
 
         class Feed(DynamicFeed):
             pass
@@ -115,7 +115,7 @@ def test_a_dynamic_feed_serves_every_batch_of_each_epoch_in_both_modes_and_print
 
 
 def test_a_dynamic_feed_whose_step_passes_a_global_fails_naming_the_operator() -> None:
-    from helpers.capture_guard import EagerOperatorError
+    from helpers.toolkit.capture_guard import EagerOperatorError
 
     with pytest.raises(EagerOperatorError, match=r"(?s)digits: .*Resize .*`resize_x=SIDE`"):
         check_capture(Digits.feed(global_step, capture=True))
@@ -148,8 +148,8 @@ def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() 
     from nvidia.dali import fn
     from nvidia.dali import pipeline_def
 
-    from helpers.data_sources import locate_data
-    from helpers.loaders import PipelineFeed
+    from helpers.data.data_sources import locate_data
+    from helpers.toolkit.loaders import PipelineFeed
 
     runs = []
 

@@ -11,16 +11,16 @@ import nbformat
 import pytest
 from conftest import check_goal
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.data_sources import DataSourceError
-from helpers.devices import gpu_available
-from helpers.getting_started import ALL_TO_HARDWARE
-from helpers.getting_started import DEFAULT
-from helpers.getting_started import GOAL
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.data_sources import DataSourceError
+from helpers.data.paths import REPO_ROOT
+from helpers.lessons.nb01_getting_started import ALL_TO_HARDWARE
+from helpers.lessons.nb01_getting_started import DEFAULT
+from helpers.lessons.nb01_getting_started import GOAL
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.devices import gpu_available
+from helpers.toolkit.parameters import ParameterError
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "01-getting-started.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
@@ -103,7 +103,7 @@ def way_rates(results: dict, kind: str, knob: str = "") -> list[float]:
 
 
 def recomputed_ratios(results: dict) -> dict[str, Ratio]:
-    """Every ratio notebook 01 records, recomputed with helpers.benchmarking.ratio from the trials
+    """Every ratio notebook 01 records, recomputed with helpers.toolkit.benchmarking.ratio from the trials
     its record keeps (each way's samples and seconds, round by round)."""
     if not [w for w in results["speed_test"]["ways"].values() if w["kind"] == "gpu"]:
         return {}
@@ -209,7 +209,7 @@ RECIPE_REPORT = {"shape": "list(x.shape)", "dtype": "str(x.dtype)",
 
 def check_recipe(run_recipe, device: str, batch: int, size: int, **settings) -> None:
     """Run the recipe on the photographs; check what it handed to torch."""
-    from helpers.data_sources import locate_data
+    from helpers.data.data_sources import locate_data
 
     folder = locate_data(verbose=False).images
     classes = sorted(p for p in folder.iterdir() if p.is_dir())

@@ -11,13 +11,13 @@ import torch.nn.functional as F
 from conftest import check_goal
 from torch import nn
 
-from helpers import mnist_model
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.devices import GPUUnavailableError
-from helpers.devices import gpu_available
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit import mnist_model
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.devices import GPUUnavailableError
+from helpers.toolkit.devices import gpu_available
+from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
@@ -130,9 +130,9 @@ def test_capture_mode_records_its_goals_with_their_intervals(ci_run) -> None:
 
 def check_equality(document) -> None:
     """The equality goal recomputed from the recorded losses of every epoch and the held-out
-    accuracies (helpers.capture_mode.equality_goal), not read back: it must be what the record
+    accuracies (helpers.lessons.nb02_capture_mode.equality_goal), not read back: it must be what the record
     says, and met."""
-    from helpers.capture_mode import equality_goal
+    from helpers.lessons.nb02_capture_mode import equality_goal
 
     results = document.results
     losses = {mode: results["training"][mode]["losses"] for mode in ("eager", "capture")}
@@ -220,7 +220,7 @@ def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
 
 
 def test_the_inline_model_is_the_helpers_model() -> None:
-    """Notebook 02 shows the classifier's lines inline; helpers.mnist_model keeps a copy."""
+    """Notebook 02 shows the classifier's lines inline; helpers.toolkit.mnist_model keeps a copy."""
     cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells
              if c.cell_type == "code" and "class MNISTClassifier" in c.source]
     assert len(cells) == 1

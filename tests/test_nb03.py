@@ -11,11 +11,11 @@ import pytest
 from conftest import check_goal
 from conftest import check_steady
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
@@ -47,7 +47,7 @@ def rates(run: dict, name: str) -> list[float]:
 
 
 def recorded_ratio(run: dict, a: str, b: str) -> Ratio:
-    """``a`` over ``b`` paired by round, as ``helpers.harness.Results.ratio`` computes it."""
+    """``a`` over ``b`` paired by round, as ``helpers.toolkit.harness.Results.ratio`` computes it."""
     return ratio(rates(run, a), rates(run, b))
 
 

@@ -16,12 +16,12 @@ import pytest
 from conftest import check_clean_run
 from conftest import check_goal
 
-from helpers.benchmarking import interleaved_order
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.devices import gpu_available
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import interleaved_order
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.devices import gpu_available
+from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 from tools import run_parameters
 
@@ -217,8 +217,8 @@ with open(f"rank{rank}.json", "w") as _file:
 
 
 def _recipe_data(tmp_path: Path) -> Path:
-    from helpers.data_sources import locate_data
-    from helpers.lmdb_subset import first_records
+    from helpers.data.data_sources import locate_data
+    from helpers.data.lmdb_subset import first_records
 
     return first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", RECIPE_RECORDS)
 

@@ -1,6 +1,6 @@
 """Notebook 05 (photographs at scale): executed at CI scale on the CPU tier through the shared
 ``ci_run`` fixture, with assertions on what it records, every figure recomputed from the recorded
-trials through ``helpers.harness.Results``; its errors for a bad ``image_dir``. The checks of its
+trials through ``helpers.toolkit.harness.Results``; its errors for a bad ``image_dir``. The checks of its
 H200 run are in tests/test_gpu_tier.py (they reuse ``check_trials``, ``check_goals`` and
 ``check_fully_captured``)."""
 
@@ -16,16 +16,16 @@ from conftest import check_goal
 from conftest import check_steady
 from notebook_setup import run_setup
 
-from helpers.benchmarking import ratio
-from helpers.data_sources import locate_photos
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
-from helpers.photos_at_scale import CPU_GOAL
-from helpers.photos_at_scale import GOALS as GOAL_SPECS
-from helpers.results_file import NotebookResults
+from helpers.data.data_sources import locate_photos
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import NotebookResults
+from helpers.lessons.nb05_photos_at_scale import CPU_GOAL
+from helpers.lessons.nb05_photos_at_scale import GOALS as GOAL_SPECS
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
+from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
@@ -225,7 +225,7 @@ RECIPE_REPORT = {"n_classes": "n_classes", "losses": "[x.item() for x in losses]
 # what the capture loop records at its traced step; on the GPU the labels' copy there too
 CAPTURED_BY_RECIPE = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize", "Squeeze", "Cast"]
 # put before the recipe: the operators its capture loop captured, after each step (DALI's private
-# capture context, which helpers.capture_guard reads too); DALI's class is patched, not the recipe
+# capture context, which helpers.toolkit.capture_guard reads too); DALI's class is patched, not the recipe
 CAPTURE_OBSERVER = '''import nvidia.dali.experimental.dynamic as _ndd
 from nvidia.dali.experimental.dynamic._capture import CaptureContext as _Context
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import check_clean_run
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import versus
-from helpers.data_sources import locate_data
-from helpers.lmdb_subset import first_records
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.parameters import ParameterError
 from tools import recipes
 from tools import run_notebooks
 from tools import run_parameters
@@ -148,7 +148,7 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
     for name, recorded in bench["ratios"].items():
         low, high = recorded["ci95"]
         assert recorded["trials"] == trials, name
-        # the words of helpers.benchmarking.versus for this interval
+        # the words of helpers.toolkit.benchmarking.versus for this interval
         shown = Ratio(recorded["ratio"], low, high, trials, True)
         assert f"{recorded['verdict']} ({shown})" == versus(shown, "the second")  # its words
     cost = document.results["checkpoint_cost"]

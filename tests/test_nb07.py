@@ -14,12 +14,12 @@ from conftest import check_goal
 from conftest import check_steady
 from notebook_setup import run_setup
 
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
-from helpers.video_clips import clip_span
-from helpers.video_clips import clip_starts
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.video_clips import clip_span
+from helpers.toolkit.video_clips import clip_starts
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "07-video-clips.ipynb"
@@ -133,8 +133,8 @@ def test_a_video_dir_that_is_not_a_folder_of_videos_is_refused_naming_it(tmp_pat
 def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four good VP9 videos of 48 frames in two classes (clips of 8 frames every 2, one every 16
     frames: 3 a video, 12 in all), as a new user's folder."""
-    from helpers.embedded_video import build_video_set
-    from helpers.paths import default_data_dir
+    from helpers.data.embedded_video import build_video_set
+    from helpers.data.paths import default_data_dir
 
     built = build_video_set(default_data_dir(), codec="vp9", width=96, height=64, frames=48, gop=16,
                             per_class=2)
@@ -177,7 +177,7 @@ def test_the_gpu_run_measured_nvdecs_limit_and_shares_each_way_of_it(gpu_results
     """The probe ran where NVDEC is the bound: more legacy-reader processes than video decoders,
     until NVDEC read 97% busy (or the record says the figure is a lower bound); the goal is the
     best DALI way's decoded frames/s over that limit, with the interval of its rate."""
-    from helpers.devices import video_decoders
+    from helpers.toolkit.devices import video_decoders
 
     document = gpu_results(NAME)
     results = document.results
@@ -200,8 +200,8 @@ def test_the_gpu_run_measured_nvdecs_limit_and_shares_each_way_of_it(gpu_results
 def one_video_a_class(root: Path, codec: str, width: int, height: int) -> Path:
     """The embedded set's 14 videos of 48 frames, each in a class folder of its own: with clips of 8
     frames every 2 and a clip every 48 frames, each video gives one clip, so a label names a clip."""
-    from helpers.embedded_video import build_video_set
-    from helpers.paths import default_data_dir
+    from helpers.data.embedded_video import build_video_set
+    from helpers.data.paths import default_data_dir
 
     built = build_video_set(default_data_dir(), codec=codec, width=width, height=height, frames=48, gop=16,
                             per_class=2)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 
 MACHINE_FOLDERS = sorted({str(REPO_ROOT), str(Path.home()), tempfile.gettempdir(),
                           "/tmp", "/root", "/home", "/work", "/Users", "/var/folders"},

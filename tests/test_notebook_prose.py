@@ -1,7 +1,7 @@
 """What the committed notebooks' prose may say: every figure in a markdown cell is one that the
 same notebook shows (an output, the parameters cell, or a constant of its code), and comparative
 words ("faster", "slower", "no difference", ...) appear only in sentences that code generates
-from a ratio's interval (``helpers.benchmarking.versus``), never typed by hand.
+from a ratio's interval (``helpers.toolkit.benchmarking.versus``), never typed by hand.
 
 Left out of both checks: link targets and addresses, section numbers, DALI's version, the "Exercises" and
 "Further reading" sections (they suggest values to try, they claim nothing), questions, and
@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools.bottom_lines import TAG as BOTTOM_LINE
 from tools.run_parameters import notebooks
 
@@ -123,7 +123,8 @@ def test_every_figure_in_the_prose_is_shown_by_the_notebook(notebook: Path) -> N
 def test_comparisons_are_worded_by_their_interval_not_by_hand(notebook: Path) -> None:
     typed = comparatives_typed_by_hand(notebook)
     assert not typed, (f"{notebook.name}: comparative words in hand-written prose: {typed}. State the "
-                       "comparison in a sentence generated from its ratio (helpers.benchmarking.versus).")
+                       "comparison in a sentence generated from its ratio "
+                       "(helpers.toolkit.benchmarking.versus).")
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:

@@ -15,12 +15,12 @@ from notebook_setup import refusal_cases
 from notebook_setup import run_setup
 from notebook_setup import setup_cells
 
-from helpers.data_sources import DataSourceError
-from helpers.data_sources import locate_data
-from helpers.data_sources import locate_photos
-from helpers.lmdb_subset import first_records
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
+from helpers.data.data_sources import DataSourceError
+from helpers.data.data_sources import locate_data
+from helpers.data.data_sources import locate_photos
+from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.parameters import ParameterError
 from tools import run_parameters
 from tools.registry import notebook_paths
 
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("scratch_folders_to_ourselves")
 @pytest.mark.parametrize("name,parameters,error,message", refusal_cases())
 def test_a_bad_parameter_is_refused_by_name_in_the_set_up(name, parameters, error, message) -> None:
     """Refused before the set-up empties or makes the notebook's scratch folder (build/nb04,
-    ``helpers.paths.work_folder``), which another run of the notebook may be using. The cases are
+    ``helpers.data.paths.work_folder``), which another run of the notebook may be using. The cases are
     each notebook's ``REFUSALS``, in its own test file (``notebook_setup.refusal_cases``)."""
     if error is None:
         pytest.fail(message, pytrace=False)

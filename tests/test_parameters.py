@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.parameters import ParameterError
-from helpers.parameters import check_known
-from helpers.parameters import positive_int
-from helpers.parameters import positive_ints
-from helpers.parameters import reject_unknown_parameters
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import check_known
+from helpers.toolkit.parameters import positive_int
+from helpers.toolkit.parameters import positive_ints
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 DECLARED = {"batch_size": 8, "device": "auto", "rate": 0.5, "image_dir": None,
             "thread_counts": [1, 4], "flag": False}
@@ -66,7 +66,7 @@ def test_an_injected_value_of_the_wrong_type_is_named() -> None:
 
 
 def test_at_least_checks_every_named_parameter_in_one_call() -> None:
-    from helpers.parameters import at_least
+    from helpers.toolkit.parameters import at_least
 
     minimums = {"batch_size": 1, "trials": (2, "a 95% interval needs two trials")}
     at_least({"batch_size": 8, "trials": 2, "other": "x"}, minimums)

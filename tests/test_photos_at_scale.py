@@ -1,24 +1,24 @@
-"""helpers.photos_at_scale: notebook 05's goals, record and generated answer on small fake runs of
-the harness; its agreement check and its truncated copy on real photos."""
+"""helpers.lessons.nb05_photos_at_scale: notebook 05's goals, record and generated answer on small
+fake runs of the harness; its agreement check and its truncated copy on real photos."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from helpers.benchmarking import ratio
-from helpers.benchmarking import versus
-from helpers.data_sources import locate_photos
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.photos_at_scale import CPU_GOAL
-from helpers.photos_at_scale import TruncatedCopy
-from helpers.photos_at_scale import agreement
-from helpers.photos_at_scale import answer
-from helpers.photos_at_scale import goals
-from helpers.photos_at_scale import planned
-from helpers.photos_at_scale import record
+from helpers.data.data_sources import locate_photos
+from helpers.lessons.nb05_photos_at_scale import CPU_GOAL
+from helpers.lessons.nb05_photos_at_scale import TruncatedCopy
+from helpers.lessons.nb05_photos_at_scale import agreement
+from helpers.lessons.nb05_photos_at_scale import answer
+from helpers.lessons.nb05_photos_at_scale import goals
+from helpers.lessons.nb05_photos_at_scale import planned
+from helpers.lessons.nb05_photos_at_scale import record
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
 
 ROLES = {"best DataLoader": "DataLoader, workers 2", "best pipeline mode": "pipeline, threads 4",
          "pipeline mode, same knobs": "pipeline, threads 4", "best dynamic mode": "capture, threads 4",

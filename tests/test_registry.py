@@ -22,7 +22,7 @@ from notebook_setup import refusal_cases
 from test_docs_site import load_hooks
 from test_docs_site import site_nav
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools import bottom_lines
 from tools import findings
 from tools import inventory
@@ -33,7 +33,7 @@ from tools import run_parameters
 ENTRY = {"title": "A dummy", "learn": "Nothing, on purpose", "needs_gpu": "No: it computes nothing",
          "scales": {"ci": {"answer": 2}, "bench": {"answer": 3}},
          "headline": {"answer": {"label": "the answer", "format": "{:.0f}"}}}
-DUMMY_TEST = '''from helpers.parameters import ParameterError
+DUMMY_TEST = '''from helpers.toolkit.parameters import ParameterError
 
 REFUSALS = [({"answer": 0}, ParameterError, "parameter answer must be a positive integer")]
 '''
@@ -59,7 +59,7 @@ def _write_dummy(root: Path) -> Path:
     node.metadata[registry.KEY] = ENTRY
     parameters = new_code_cell('answer = 1  # what it computes\ndevice = "auto"')
     parameters.metadata["tags"] = ["parameters"]
-    check = new_code_cell("from helpers.parameters import positive_int\n\n"
+    check = new_code_cell("from helpers.toolkit.parameters import positive_int\n\n"
                           "answer = positive_int('answer', answer)")
     check.metadata["tags"] = ["hide-input"]
     check.metadata["jupyter"] = {"source_hidden": True}

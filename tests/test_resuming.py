@@ -1,5 +1,5 @@
-"""helpers.resuming, notebook 06's machinery: the killer, the kill steps, the costs and the
-sentences of the conclusion, each worded by its interval."""
+"""helpers.lessons.nb06_checkpoint_resume, notebook 06's machinery: the killer, the kill steps, the
+costs and the sentences of the conclusion, each worded by its interval."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmarking import Ratio
-from helpers.resuming import COMPARISONS
-from helpers.resuming import Killer
-from helpers.resuming import Setup
-from helpers.resuming import conclusion
-from helpers.resuming import cost_lines
-from helpers.resuming import costs
-from helpers.resuming import error_of
-from helpers.resuming import kill_step_before_the_last_epoch
-from helpers.resuming import kill_step_inside_an_epoch
-from helpers.resuming import quote
-from helpers.resuming import resume_line
+from helpers.lessons.nb06_checkpoint_resume import COMPARISONS
+from helpers.lessons.nb06_checkpoint_resume import Killer
+from helpers.lessons.nb06_checkpoint_resume import Setup
+from helpers.lessons.nb06_checkpoint_resume import conclusion
+from helpers.lessons.nb06_checkpoint_resume import cost_lines
+from helpers.lessons.nb06_checkpoint_resume import costs
+from helpers.lessons.nb06_checkpoint_resume import error_of
+from helpers.lessons.nb06_checkpoint_resume import kill_step_before_the_last_epoch
+from helpers.lessons.nb06_checkpoint_resume import kill_step_inside_an_epoch
+from helpers.lessons.nb06_checkpoint_resume import quote
+from helpers.lessons.nb06_checkpoint_resume import resume_line
+from helpers.toolkit.benchmarking import Ratio
 
 
 def test_the_killer_signals_the_watched_rank_once_at_or_after_its_step() -> None:
@@ -67,7 +67,7 @@ def test_a_torchrun_kill_step_leaves_an_epoch_boundary_to_cross(seed: int) -> No
 
 
 class _Bench:
-    """The part of helpers.harness.Results that costs() and conclusion() read: ``rates`` and
+    """The part of helpers.toolkit.harness.Results that costs() and conclusion() read: ``rates`` and
     ``trials`` for the ways whose epochs are read (none: the trials say nothing of epochs)."""
 
     def __init__(self, eager_rate: float, ratios: dict[str, Ratio], rates: dict[str, float] | None = None,
@@ -126,8 +126,8 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
 def test_resumable_capture_is_said_per_epoch_of_the_runs_length() -> None:
     """0.5x of capture mode is what a new reader, trace and pipeline an epoch cost over epochs of
     this length: the words give the epoch's steps and the time it added, not a ratio of the mode."""
-    from helpers.harness import Trial
-    from helpers.resuming import epoch_cost
+    from helpers.lessons.nb06_checkpoint_resume import epoch_cost
+    from helpers.toolkit.harness import Trial
 
     resumable = "capture, epoch readers + checkpoints"
     # 3 epochs of 256 steps of 64 a trial, one batch handed over: 767 timed

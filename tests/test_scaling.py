@@ -1,4 +1,4 @@
-"""helpers.scaling: notebook 04's script excerpt and its scaling sentences."""
+"""helpers.lessons.nb04_scaling_out: notebook 04's script excerpt and its scaling sentences."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from helpers.benchmarking import Ratio
-from helpers.paths import REPO_ROOT
-from helpers.scaling import coverage_table
-from helpers.scaling import excerpt
-from helpers.scaling import read_results
-from helpers.scaling import verdict
+from helpers.data.paths import REPO_ROOT
+from helpers.lessons.nb04_scaling_out import coverage_table
+from helpers.lessons.nb04_scaling_out import excerpt
+from helpers.lessons.nb04_scaling_out import read_results
+from helpers.lessons.nb04_scaling_out import verdict
+from helpers.toolkit.benchmarking import Ratio
 
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 
@@ -73,7 +73,7 @@ def test_a_launch_result_is_read_without_its_arguments_and_its_coverage_tabled(t
 
 
 def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_interval() -> None:
-    from helpers.scaling import throughput_table
+    from helpers.lessons.nb04_scaling_out import throughput_table
 
     runs = {"single": [{"samples_per_s": r, "timed_steps": 192} for r in (100.0, 110.0, 105.0)],
             "multi": [{"samples_per_s": r, "timed_steps": 96} for r in (180.0, 200.0, 190.0)]}
@@ -92,9 +92,9 @@ def lessons_of(device: str) -> dict:
     """What notebook 04's lessons make, at the size ``record`` reads, for a run on ``device``."""
     from pathlib import Path
 
-    from helpers.benchmarking import ratio
-    from helpers.scaling import PARAMETERS
-    from helpers.scaling import Setup
+    from helpers.lessons.nb04_scaling_out import PARAMETERS
+    from helpers.lessons.nb04_scaling_out import Setup
+    from helpers.toolkit.benchmarking import ratio
 
     rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0],
              "single_global": [99.0, 101.0, 98.0]}
@@ -111,7 +111,7 @@ def lessons_of(device: str) -> dict:
 
 
 def test_a_run_on_cpu_processes_records_no_verdict_for_a_goal_stated_for_gpus() -> None:
-    from helpers.scaling import record
+    from helpers.lessons.nb04_scaling_out import record
     from tools.goal_check import goal_problems
 
     _, _, on_cpu = record(lessons_of("cpu"))

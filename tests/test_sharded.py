@@ -1,4 +1,4 @@
-"""helpers.sharded on the CPU: N file readers, one shard each on threads of their own, hand over
+"""helpers.toolkit.sharded on the CPU: N file readers, one shard each on threads of their own, hand over
 every sample of an epoch exactly once (N = 1, 2, 3, eager and capture mode); an error in a
 reader's thread is raised in the caller's thread naming the shard; leaving early or an error
 stops every thread; readers made without the shard settings are refused."""
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers.loaders import DynamicFeed
-from helpers.sharded import RoundRobin
-from helpers.sharded import ShardedFeed
-from helpers.sharded import ShardError
-from helpers.sharded import shard_size
+from helpers.toolkit.loaders import DynamicFeed
+from helpers.toolkit.sharded import RoundRobin
+from helpers.toolkit.sharded import ShardedFeed
+from helpers.toolkit.sharded import ShardError
+from helpers.toolkit.sharded import shard_size
 
 ndd = pytest.importorskip("nvidia.dali.experimental.dynamic")
 

@@ -9,28 +9,59 @@ import re
 
 import nbformat
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+
+KINDS = ("lessons", "toolkit", "data")
 
 
-def test_contributing_lists_every_helpers_module_and_no_other() -> None:
-    """CONTRIBUTING.md's module table is the one place that says what each module is for."""
+def _modules(kind: str) -> set[str]:
+    return {p.stem for p in (REPO_ROOT / "helpers" / kind).glob("*.py") if p.stem != "__init__"}
+
+
+def test_helpers_holds_three_kinds_and_nothing_else() -> None:
+    """``helpers`` is three folders by kind; a module dropped at its top level belongs in one."""
+    loose = sorted(p.name for p in (REPO_ROOT / "helpers").glob("*.py") if p.stem != "__init__")
+    folders = sorted(p.name for p in (REPO_ROOT / "helpers").iterdir()
+                     if p.is_dir() and (p / "__init__.py").exists())
+    assert not loose, f"helpers/{loose}: move each into helpers/lessons, helpers/toolkit or helpers/data"
+    assert folders == sorted(KINDS), f"helpers' folders are {folders}, not {sorted(KINDS)}"
+
+
+def test_every_lesson_module_is_named_after_its_notebook() -> None:
+    """helpers/lessons holds one module per notebook, ``nbNN_<the notebook's slug>``."""
+    slugs = {p.stem.replace("-", "_") for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")}
+    for module in _modules("lessons"):
+        assert module.startswith("nb") and module[2:] in slugs, (
+            f"helpers/lessons/{module}.py: name it nbNN_<slug> after its notebook (one of {sorted(slugs)})")
+
+
+def test_contributing_lists_every_helpers_module_under_its_folder() -> None:
+    """CONTRIBUTING.md's tables, one per folder, are the one place that says what each module is
+    for: each names every module of its folder, and no module of another folder."""
     text = (REPO_ROOT / "CONTRIBUTING.md").read_text()
-    listed = re.findall(r"`helpers\.(\w+)`", text)
-    modules = {p.stem for p in (REPO_ROOT / "helpers").glob("*.py") if p.stem != "__init__"}
-    assert set(listed) == modules, (f"missing from CONTRIBUTING.md: {sorted(modules - set(listed))}; "
-                                    f"listed but gone: {sorted(set(listed) - modules)}")
+    for kind in KINDS:
+        heading = f"**`helpers/{kind}/`"
+        assert heading in text, f"CONTRIBUTING.md has no table headed {heading}"
+        table = text.split(heading, 1)[1].split("\n\n**", 1)[0]
+        first_cells = [row.split("|")[1] for row in table.splitlines() if row.startswith("| `")]
+        listed = [m for cell in first_cells for m in re.findall(r"`helpers\.(\w+)\.(\w+)`", cell)]
+        assert {k for k, _ in listed} <= {kind}, f"helpers/{kind}'s table lists {sorted(set(listed))}"
+        named = {m for _, m in listed}
+        assert named == _modules(kind), (
+            f"helpers/{kind}: missing from CONTRIBUTING.md: {sorted(_modules(kind) - named)}; "
+            f"listed but gone: {sorted(named - _modules(kind))}")
 
 
 def _helpers_imported_by(source: str) -> set[str]:
-    """The modules of ``helpers`` that ``source`` imports (``from helpers import x`` included)."""
+    """The modules of ``helpers`` that ``source`` imports, as ``kind.module``."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module == "helpers":
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers."):
-            found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers."):
+            parts = node.module.split(".")
+            found |= ({".".join(parts[1:3])} if len(parts) > 2
+                      else {f"{parts[1]}.{a.name}" for a in node.names})
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("helpers.")}
+            found |= {".".join(a.name.split(".")[1:3]) for a in node.names if a.name.startswith("helpers.")}
     return found
 
 
@@ -39,11 +70,11 @@ def test_every_helpers_module_is_there_for_the_notebooks() -> None:
     notebook's code cell, a training script of ``notebooks/scripts`` or another module of
     ``helpers``, never only by ``tools`` or the tests (machinery belongs in ``tools``)."""
     sources = [p.read_text() for p in [*(REPO_ROOT / "notebooks" / "scripts").glob("*.py"),
-                                       *(REPO_ROOT / "helpers").glob("*.py")]]
+                                       *(REPO_ROOT / "helpers").glob("*/*.py")]]
     for notebook in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
         sources += ["\n".join(line for line in cell.source.splitlines()
                               if not line.lstrip().startswith(("%", "!")))
                     for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
     used = set().union(*map(_helpers_imported_by, sources))
-    modules = {p.stem for p in (REPO_ROOT / "helpers").glob("*.py") if p.stem != "__init__"}
+    modules = {f"{kind}.{m}" for kind in KINDS for m in _modules(kind)}
     assert not modules - used, f"only tools or the tests import {sorted(modules - used)}: move them to tools"

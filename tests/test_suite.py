@@ -13,12 +13,12 @@ import pytest
 from nbformat.v4 import new_code_cell
 from nbformat.v4 import new_notebook
 
-from helpers import embedded_data
-from helpers.parameters import INJECTED_TAG
-from helpers.parameters import check_known
-from helpers.paths import MNIST_TRAINING
-from helpers.paths import REPO_ROOT
-from helpers.results_file import NotebookResults
+from helpers.data import embedded_data
+from helpers.data.paths import MNIST_TRAINING
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import NotebookResults
+from helpers.toolkit.parameters import INJECTED_TAG
+from helpers.toolkit.parameters import check_known
 from tools import record_format
 from tools import run_notebooks
 from tools import run_parameters
@@ -31,7 +31,7 @@ from tools.record_format import Record
 from tools.record_format import RunFacts
 from tools.record_format import RunLog
 
-SAVE_ANSWER = ("import os, pathlib\nfrom helpers.results_file import NotebookResults\n"
+SAVE_ANSWER = ("import os, pathlib\nfrom helpers.data.results_file import NotebookResults\n"
                "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
                ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
 
@@ -128,7 +128,7 @@ def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environ
     environment), and the runs come back in the notebooks' order."""
     import os
 
-    from helpers.results_file import RESULTS_FOLDER_VARIABLE
+    from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
 
     monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
     monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
@@ -311,7 +311,7 @@ def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewri
 
 @pytest.mark.slow
 def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "helpers.embedded_data", "--data-dir", str(tmp_path),
+    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path),
                "--records", "2000"]
     processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True) for _ in range(2)]

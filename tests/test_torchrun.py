@@ -1,6 +1,6 @@
-"""helpers.torchrun, the launcher of notebooks 04 and 06: the environment it gives torchrun,
+"""helpers.toolkit.torchrun, the launcher of notebooks 04 and 06: the environment it gives torchrun,
 its commands, its refusals before a launch, the root cause of a failed one, time limits that stop
-every child, lines handed over as they come, rendezvous on one machine; helpers.lmdb_subset."""
+every child, lines handed over as they come, rendezvous on one machine; helpers.data.lmdb_subset."""
 
 from __future__ import annotations
 
@@ -12,22 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from helpers.data_sources import locate_data
-from helpers.lmdb_subset import first_records
-from helpers.lmdb_subset import record_count
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
-from helpers.torchrun import MULTICAST_OFF
-from helpers.torchrun import Launch
-from helpers.torchrun import LaunchError
-from helpers.torchrun import check_gpus_for
-from helpers.torchrun import display_command
-from helpers.torchrun import free_port
-from helpers.torchrun import launch_environment
-from helpers.torchrun import local_rendezvous
-from helpers.torchrun import run_launches
-from helpers.torchrun import shown_line
-from helpers.torchrun import torchrun_command
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.lmdb_subset import record_count
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.torchrun import MULTICAST_OFF
+from helpers.toolkit.torchrun import Launch
+from helpers.toolkit.torchrun import LaunchError
+from helpers.toolkit.torchrun import check_gpus_for
+from helpers.toolkit.torchrun import display_command
+from helpers.toolkit.torchrun import free_port
+from helpers.toolkit.torchrun import launch_environment
+from helpers.toolkit.torchrun import local_rendezvous
+from helpers.toolkit.torchrun import run_launches
+from helpers.toolkit.torchrun import shown_line
+from helpers.toolkit.torchrun import torchrun_command
 
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 

@@ -1,5 +1,5 @@
 """The training scripts of notebooks 04 and 06 (notebooks/scripts) and what they share
-(helpers.distributed), in this process: their refusals of what cannot work, with what to do; a
+(helpers.toolkit.distributed), in this process: their refusals of what cannot work, with what to do; a
 folder of checkpoints never overwritten; a resume at an epoch boundary."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from helpers import checkpointing
-from helpers import simulated_crash
-from helpers.data_sources import locate_data
-from helpers.devices import gpu_available
-from helpers.distributed import script_main
-from helpers.lmdb_subset import first_records
-from helpers.paths import REPO_ROOT
-from helpers.torchrun import LaunchError
-from helpers.torchrun import free_port
-from helpers.torchrun import run_torchrun
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit import checkpointing
+from helpers.toolkit import simulated_crash
+from helpers.toolkit.devices import gpu_available
+from helpers.toolkit.distributed import script_main
+from helpers.toolkit.torchrun import LaunchError
+from helpers.toolkit.torchrun import free_port
+from helpers.toolkit.torchrun import run_torchrun
 
 TRAIN_DDP = REPO_ROOT / "notebooks" / "scripts" / "train_ddp.py"
 TRAIN_RESUMABLE = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
@@ -109,7 +109,7 @@ def test_an_epoch_no_longer_than_what_dali_makes_ahead_fails_with_what_to_change
     assert "use more records or a smaller --batch-size" in err and not out.exists()
 
 
-# --- notebook 04's rank that dies on purpose (helpers.simulated_crash), outside the loop ------
+# --- notebook 04's rank that dies on purpose (helpers.toolkit.simulated_crash), outside the loop ------
 
 
 def test_no_crash_hook_unless_the_rank_is_named(train_ddp, one_rank) -> None:

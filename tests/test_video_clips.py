@@ -1,4 +1,4 @@
-"""helpers.video_clips: clips cut as DALI's video readers cut them, and PyAV decoding the frames
+"""helpers.toolkit.video_clips: clips cut as DALI's video readers cut them, and PyAV decoding the frames
 of the clip it is asked for, on the small embedded VP9 set."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.video_clips import PyAVClips
-from helpers.video_clips import clip_list
-from helpers.video_clips import clip_span
-from helpers.video_clips import clip_starts
-from helpers.video_clips import decoded_frames
-from helpers.video_clips import read_clip
+from helpers.toolkit.video_clips import PyAVClips
+from helpers.toolkit.video_clips import clip_list
+from helpers.toolkit.video_clips import clip_span
+from helpers.toolkit.video_clips import clip_starts
+from helpers.toolkit.video_clips import decoded_frames
+from helpers.toolkit.video_clips import read_clip
 
 
 def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
@@ -33,8 +33,8 @@ def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
 
 @pytest.mark.slow
 def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> None:
-    from helpers.embedded_video import build_video_set
-    from helpers.embedded_video import load_video_set
+    from helpers.data.embedded_video import build_video_set
+    from helpers.data.embedded_video import load_video_set
 
     videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
                                             per_class=1))
@@ -69,9 +69,9 @@ def test_a_loader_with_the_right_frames_of_detailed_videos_passes_and_one_frame_
     """The false alarm a user met (a folder of detailed VP9 videos, one keyframe each): DALI's
     CPU reader's frames are the right ones; a loader one frame off is stopped."""
     ndd = pytest.importorskip("nvidia.dali.experimental.dynamic")
-    from helpers.embedded_video import encode_video
-    from helpers.video_clips import ClipMismatchError
-    from helpers.video_clips import check_alignment
+    from helpers.data.embedded_video import encode_video
+    from helpers.toolkit.video_clips import ClipMismatchError
+    from helpers.toolkit.video_clips import check_alignment
 
     (tmp_path / "texture").mkdir()
     path = tmp_path / "texture" / "a.mp4"

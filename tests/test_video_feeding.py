@@ -1,4 +1,4 @@
-"""helpers.video_feeding: notebook 07's parameters parsed, the sentences it generates from its
+"""helpers.lessons.nb07_video_clips: notebook 07's parameters parsed, the sentences it generates from its
 results (each worded by its interval), its tables and its record, on small fake results."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from helpers import video_feeding
-from helpers.harness import Results
-from helpers.harness import Trial
-from helpers.harness import Way
-from helpers.parameters import ParameterError
-from helpers.paths import REPO_ROOT
-from helpers.video_clips import Clip
+from helpers.data.paths import REPO_ROOT
+from helpers.lessons import nb07_video_clips as video_feeding
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import Way
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.video_clips import Clip
 from tools.registry import read
 
 LIMIT = "straight through"
@@ -396,7 +396,7 @@ def test_the_probe_is_skipped_with_a_line_on_a_cpu(capsys: pytest.CaptureFixture
 
 
 class FakeSampler:
-    """``sample()`` as helpers.hardware.Sampler's: NVDEC read 98% busy."""
+    """``sample()`` as helpers.toolkit.hardware.Sampler's: NVDEC read 98% busy."""
 
     @contextlib.contextmanager
     def sample(self):

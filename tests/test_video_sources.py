@@ -1,4 +1,4 @@
-"""helpers.video_sources: a folder of videos checked before DALI reads it, every file at fault
+"""helpers.data.video_sources: a folder of videos checked before DALI reads it, every file at fault
 named with what to do; the embedded set found or built."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.data_sources import DataSourceError
-from helpers.embedded_video import build_video_set
-from helpers.embedded_video import load_video_set
-from helpers.video_sources import check_video_folder
-from helpers.video_sources import locate_videos
-from helpers.video_sources import probe_video
+from helpers.data.data_sources import DataSourceError
+from helpers.data.embedded_video import build_video_set
+from helpers.data.embedded_video import load_video_set
+from helpers.data.video_sources import check_video_folder
+from helpers.data.video_sources import locate_videos
+from helpers.data.video_sources import probe_video
 
 SMALL = dict(width=96, height=64, frames=16, gop=8, per_class=1)
 pytestmark = pytest.mark.slow  # each module builds the photographs and two video sets
@@ -116,7 +116,7 @@ def test_locate_videos_builds_once_then_finds_the_set(tmp_path: Path, capsys) ->
 
 
 def test_native_log_collects_what_native_code_writes_to_stderr_without_build_paths(capfd) -> None:
-    from helpers.video_sources import native_log
+    from helpers.data.video_sources import native_log
 
     with native_log() as lines:
         os.write(2, b"[mov,mp4 @ 0x7fcafd3ca7c0] moov atom not found\n")

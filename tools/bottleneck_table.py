@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 from typing import NamedTuple
 
-from helpers.benchmarking import Ratio
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.benchmarking import Ratio
 from tools.record_format import NotebookEntry
 from tools.record_format import Record
 from tools.records import RESULTS
@@ -125,7 +125,7 @@ def _code(name: str | None) -> str:
 
 
 def _versus(found: tuple[str, dict[str, Any]] | None, reference: str, what: str) -> str:
-    """The ratio worded by its interval (``helpers.benchmarking.versus``'s rule)."""
+    """The ratio worded by its interval (``helpers.toolkit.benchmarking.versus``'s rule)."""
     if found is None:
         return f"{what}: {MISSING}"
     shown, goal = found
@@ -208,7 +208,7 @@ def rows(reader: Reader) -> list[tuple[str, str, str, str]]:
     return [
         ("The loop waits; NVDEC busy at about one engine's share (100 / engines %)",
          "one video reader: one decoding session",
-         "one reader per decoder, one shard each (`helpers.sharded.ShardedFeed`)", readers),
+         "one reader per decoder, one shard each (`helpers.toolkit.sharded.ShardedFeed`)", readers),
         ("NVDEC near its limit (the probe's reading, notebook 07 section 3)", "the decoders themselves",
          "less decoding work a clip: a shorter GOP (keyframes closer, fewer frames decoded a clip), "
          "smaller videos; or frames NVDEC decodes faster: HEVC instead of H.264 keeps the same frames "

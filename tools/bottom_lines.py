@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools.findings import ADVICE
 from tools.findings import Finding
 from tools.findings import Lookup

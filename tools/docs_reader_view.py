@@ -21,7 +21,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from helpers.parameters import INJECTED_TAG
+from helpers.toolkit.parameters import INJECTED_TAG
 
 COLLAPSE = "collapse-output"  # a cell tag of ours: its printed output is a file, shown folded
 # Jupyter Book's tag, ours too: the cell's code is bookkeeping (imports, parameter checks, tables of

@@ -10,7 +10,7 @@ record of one without (:func:`tools.records.newest_gpu_first`). A figure is a ra
 with its 95% interval, ``{"ratio", "ci95": [low, high], "trials"}`` (``"launches"`` for
 notebook 04), at a path of keys in the notebook's ``results`` (``("goals", "capture / eager")``,
 ``("benchmark", "ratios", ...)``); a comparison is worded by its interval with
-:func:`helpers.benchmarking.versus` ("faster than" when the whole interval is above 1, "slower
+:func:`helpers.toolkit.benchmarking.versus` ("faster than" when the whole interval is above 1, "slower
 than" when below, "not distinguishable from" otherwise), so that a new record can change the words
 as well as the numbers. A path that the chosen record does not hold is an error that names it:
 a notebook that renamed a ratio needs its function here updated, never an older record's figure.
@@ -34,9 +34,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import versus
-from helpers.video_feeding import DEFAULTS as VIDEO_DEFAULTS
+from helpers.lessons.nb07_video_clips import DEFAULTS as VIDEO_DEFAULTS
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import versus
 from tools import registry
 from tools.goal_check import goal_problems
 from tools.record_format import NotebookEntry
@@ -59,7 +59,7 @@ class Figure:
 
     @property
     def shown(self) -> str:
-        """How the sentence shows it: ``2.17x [2.07-2.27]`` (:class:`helpers.benchmarking.Ratio`)."""
+        """How the sentence shows it: ``2.17x [2.07-2.27]`` (:class:`helpers.toolkit.benchmarking.Ratio`)."""
         return str(self.ratio)
 
 
@@ -123,7 +123,7 @@ class Lookup:
 def versus_each(compared: Sequence[tuple[Ratio, str]], reference: str, **words: str) -> str:
     """Ratios against one reference, each with what it measured (``(ratio, "on MNIST")``), worded
     together when their intervals give the same words (``faster than X (1.97x [...] on A; 1.77x
-    [...] on B)``), else each in its own; ``words`` as :func:`helpers.benchmarking.versus` takes
+    [...] on B)``), else each in its own; ``words`` as :func:`helpers.toolkit.benchmarking.versus` takes
     them."""
     said = [versus(r, reference, **words).removesuffix(f" ({r})") for r, _ in compared]
     if len(set(said)) == 1:

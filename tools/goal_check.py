@@ -1,6 +1,6 @@
 """Whether a recorded goal holds together: the fields it needs, a ratio inside its 95% interval,
 and a verdict that follows the interval by the rule the notebooks judge by
-(:meth:`helpers.benchmarking.Ratio.verdict`), or none (``None``: not judged, as notebook 04 records
+(:meth:`helpers.toolkit.benchmarking.Ratio.verdict`), or none (``None``: not judged, as notebook 04 records
 a goal stated for GPUs on a run of CPU processes). The results page's goals table
 (``tools.goals_table``), the findings (``tools.findings``) and the notebooks' tests
 (``tests/conftest.py``, ``check_goal``) refuse a goal that does not.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Ratio
 
 
 def goal_problems(goal: dict[str, Any]) -> list[str]:
@@ -21,7 +21,7 @@ def goal_problems(goal: dict[str, Any]) -> list[str]:
     if missing:
         return [f"lacks {', '.join(missing)}"]
     low, high = goal["ci95"]
-    # the rule the notebooks judge by (helpers.benchmarking), applied to what the record says
+    # the rule the notebooks judge by (helpers.toolkit.benchmarking), applied to what the record says
     expected = Ratio(goal["ratio"], low, high, goal[count], paired=True).verdict(goal["goal"])
     problems = []
     if not low <= goal["ratio"] <= high:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools import readme_blocks
 from tools import registry
 from tools.record_format import Record

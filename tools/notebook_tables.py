@@ -94,7 +94,7 @@ def _label(notebook: str, key: str, entry: NotebookEntry, specs: dict[str, dict[
 
 def interval_of(entry: NotebookEntry, spec: dict[str, Any] | None) -> list[float] | None:
     """The 95% interval that the spec's ``interval`` path (keys into the entry's ``results``)
-    leads to: a ``{"ratio", "ci95": [low, high]}`` record, as ``helpers.benchmarking`` writes
+    leads to: a ``{"ratio", "ci95": [low, high]}`` record, as ``helpers.toolkit.benchmarking`` writes
     them; None where the spec names none or the record does not hold it."""
     found: Any = entry.results
     for step in (spec or {}).get("interval") or [None]:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 
 
 def markers(name: str) -> tuple[str, str]:

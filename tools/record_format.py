@@ -1,7 +1,7 @@
 """The runner's records, typed: the one definition of their format.
 
 A run folder holds what its notebooks saved (``results/<notebook>.json``,
-:class:`helpers.results_file.NotebookResults`) and the log between them and a record:
+:class:`helpers.data.results_file.NotebookResults`) and the log between them and a record:
 
 * :class:`RunLog`: ``run.json`` of a run folder, which the runner (``tools.run_notebooks``)
   writes as each notebook ends: the scale, the device asked for, and per notebook its wall time,
@@ -30,11 +30,11 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helpers.results_file import NotebookResults
-from helpers.results_file import ResultsFileError
-from helpers.results_file import checked_fields
-from helpers.results_file import read_json
-from helpers.results_file import write_json
+from helpers.data.results_file import NotebookResults
+from helpers.data.results_file import ResultsFileError
+from helpers.data.results_file import checked_fields
+from helpers.data.results_file import read_json
+from helpers.data.results_file import write_json
 
 # full: the notebook's own defaults (what the committed notebooks ran with); ci: quick runs on
 # two CPU cores; bench: more trials, for the numbers that results/ keeps

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools.record_format import Record
 
 RESULTS = REPO_ROOT / "results"

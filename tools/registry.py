@@ -35,7 +35,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 
 FOLDER = "notebooks"
 PATTERN = "[0-9][0-9]-*.ipynb"  # NN-slug.ipynb

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import sys
 
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
 from tools import bottleneck_table
 from tools import bottom_lines
 from tools import findings

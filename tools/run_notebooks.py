@@ -29,14 +29,14 @@ import papermill
 from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 
-from helpers.devices import resolve_device
-from helpers.parameters import INJECTED_TAG
-from helpers.parameters import ParameterError
-from helpers.parameters import check_known
-from helpers.paths import REPO_ROOT
-from helpers.paths import relative
-from helpers.results_file import RESULTS_FOLDER_VARIABLE
-from helpers.results_file import NotebookResults
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
+from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.data.results_file import NotebookResults
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.parameters import INJECTED_TAG
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import check_known
 from tools.record_format import LoggedNotebook
 from tools.record_format import RunLog
 from tools.run_parameters import declared_parameters
@@ -111,7 +111,7 @@ def _record_paths(executed: Path, notebook: Path) -> None:
 def kernel_with_results_folder(folder: Path) -> type[AsyncKernelManager]:
     """The kernel manager class that papermill (nbclient) starts the kernel with: the kernel's
     environment names ``folder`` as the one its notebook saves its results to
-    (``helpers.results_file.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
+    (``helpers.data.results_file.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
     changed and notebooks run side by side each write to their own folder."""
 
     class WithResultsFolder(AsyncKernelManager):

@@ -19,9 +19,9 @@ from typing import Any
 import nbformat
 import papermill
 
-from helpers.devices import resolve_device
-from helpers.parameters import INJECTED_TAG
-from helpers.paths import REPO_ROOT
+from helpers.data.paths import REPO_ROOT
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.parameters import INJECTED_TAG
 from tools import registry
 from tools.record_format import SCALES
 from tools.registry import RegistryError

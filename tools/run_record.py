@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import REPO_ROOT
-from helpers.paths import relative
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
 from tools.record_format import Record
 from tools.record_format import RecordError
 

@@ -20,9 +20,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from helpers.devices import GPUUnavailableError
-from helpers.devices import resolve_device
-from helpers.paths import relative
+from helpers.data.paths import relative
+from helpers.toolkit.devices import GPUUnavailableError
+from helpers.toolkit.devices import resolve_device
 from tools.copies import copy_notebooks
 from tools.record_format import SCALES
 from tools.run_notebooks import command_line

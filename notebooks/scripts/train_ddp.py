@@ -39,16 +39,16 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from helpers import distributed
-from helpers import simulated_crash
-from helpers.capture_guard import CaptureGuard
-from helpers.distributed import UsageError
-from helpers.distributed import preprocess
-from helpers.loaders import captured_ahead
-from helpers.mnist_model import MNISTClassifier
-from helpers.mnist_model import accuracy
-from helpers.results_file import write_json
-from helpers.simulated_crash import StepHook
+from helpers.data.results_file import write_json
+from helpers.toolkit import distributed
+from helpers.toolkit import simulated_crash
+from helpers.toolkit.capture_guard import CaptureGuard
+from helpers.toolkit.distributed import UsageError
+from helpers.toolkit.distributed import preprocess
+from helpers.toolkit.loaders import captured_ahead
+from helpers.toolkit.mnist_model import MNISTClassifier
+from helpers.toolkit.mnist_model import accuracy
+from helpers.toolkit.simulated_crash import StepHook
 
 
 def start_clock(on_gpu: bool) -> float:

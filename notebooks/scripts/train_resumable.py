@@ -1,7 +1,7 @@
 """A training loop that can be killed at any step and resumed exactly: notebook 06's script.
 
 It trains notebook 02's MNIST classifier on batches that DALI's dynamic mode prepares, and every
---every steps commits a checkpoint with helpers.checkpointing (durable: fsync, rename, manifest
+--every steps commits a checkpoint with helpers.toolkit.checkpointing (durable: fsync, rename, manifest
 with checksums, the last --keep kept): the model, the optimizer (SGD with momentum), the
 learning-rate schedule, torch's and numpy's random states, the step counters, the loss history,
 and DALI's state. Run it again with --resume and it continues from the newest whole checkpoint.
@@ -56,15 +56,15 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from helpers import checkpointing  # noqa: E402
-from helpers import distributed  # noqa: E402
-from helpers.capture_guard import CaptureGuard  # noqa: E402
-from helpers.distributed import UsageError  # noqa: E402
-from helpers.distributed import preprocess  # noqa: E402
-from helpers.loaders import captured_ahead  # noqa: E402
-from helpers.mnist_model import MNISTClassifier  # noqa: E402
-from helpers.paths import relative  # noqa: E402
-from helpers.results_file import write_json  # noqa: E402
+from helpers.data.paths import relative  # noqa: E402
+from helpers.data.results_file import write_json  # noqa: E402
+from helpers.toolkit import checkpointing  # noqa: E402
+from helpers.toolkit import distributed  # noqa: E402
+from helpers.toolkit.capture_guard import CaptureGuard  # noqa: E402
+from helpers.toolkit.distributed import UsageError  # noqa: E402
+from helpers.toolkit.distributed import preprocess  # noqa: E402
+from helpers.toolkit.loaders import captured_ahead  # noqa: E402
+from helpers.toolkit.mnist_model import MNISTClassifier  # noqa: E402
 
 MODES = ("eager", "capture", "capture-plain")
 NOISE = 0.05  # std of the Gaussian noise that torch adds to the images: a use of torch's RNG
@@ -265,7 +265,7 @@ class Trainer:
         """Train from the current step to the end of its epoch; yields each step's batch, once
         trained on. Eager mode and ``capture-plain`` keep one reader, RNG and EvalContext for
         the run; ``capture`` makes them anew for the epoch. The loop is also the benchmark's
-        loader (``epoch()`` and ``close()``, what ``helpers.harness`` times)."""
+        loader (``epoch()`` and ``close()``, what ``helpers.toolkit.harness`` times)."""
         epoch, done = divmod(self.step, self.steps_per_epoch)
         end = (epoch + 1) * self.steps_per_epoch
         if self.args.mode == "eager":
@@ -309,7 +309,7 @@ class Trainer:
     @property
     def ahead(self) -> int:
         """Batches of the next epoch that DALI already has under way (a capture loop over one
-        reader runs on across an epoch's end): ``helpers.harness`` hands them over untimed."""
+        reader runs on across an epoch's end): ``helpers.toolkit.harness`` hands them over untimed."""
         return captured_ahead(self.reader) if self.args.mode == "capture-plain" else 0
 
     def close(self) -> None:

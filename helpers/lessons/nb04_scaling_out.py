@@ -11,21 +11,21 @@ from pathlib import Path
 from typing import Any
 from typing import NamedTuple
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import summarize
-from helpers.benchmarking import versus
-from helpers.data_sources import locate_data
-from helpers.devices import gpu_count
-from helpers.devices import resolve_device
-from helpers.lmdb_subset import first_records
-from helpers.lmdb_subset import record_count
-from helpers.parameters import ParameterError
-from helpers.parameters import at_least
-from helpers.parameters import positive_int
-from helpers.parameters import reject_unknown_parameters
-from helpers.paths import relative
-from helpers.paths import work_folder
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.lmdb_subset import record_count
+from helpers.data.paths import relative
+from helpers.data.paths import work_folder
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import summarize
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import gpu_count
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_int
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 NOTEBOOK = "04-scaling-out.ipynb"
 PARAMETERS = ("processes", "batch_size", "epochs", "launches", "learning_rate", "demo_records",

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from helpers.batches import as_arrays
-from helpers.batches import as_labels
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import versus
-from helpers.errors import ParameterError
-from helpers.parameters import at_least
-from helpers.parameters import positive_int
+from helpers.data.errors import ParameterError
+from helpers.toolkit.batches import as_arrays
+from helpers.toolkit.batches import as_labels
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_int
 
 DEFAULT, ALL_TO_HARDWARE = "default hw_decoder_load", "hw_decoder_load=1"
 GOAL = 8.0  # the suite's goal on an H200: hardware decoding / CPU decoding at DALI's 4 threads
@@ -173,7 +173,7 @@ def _busy(results: Any, name: str, key: str) -> float | None:
 
 def speed_answer(results: Any, threads: int, batch_size: int, gpu_name: str | None) -> str:
     """The speed test's answer in Markdown, every figure and word from ``results`` (a
-    ``helpers.harness.Results``): the CPU's rate, each GPU way against it with the NVJPG share,
+    ``helpers.toolkit.harness.Results``): the CPU's rate, each GPU way against it with the NVJPG share,
     the pick between the GPU ways, and the goal with what its interval says and does not."""
     cpu = _way(results, "cpu")
     rate, low, high = results.estimate(cpu)

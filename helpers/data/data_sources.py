@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import embedded_data
-from helpers.errors import ParameterError
-from helpers.paths import MNIST_TESTING
-from helpers.paths import MNIST_TRAINING
-from helpers.paths import default_data_dir
-from helpers.paths import relative
+from helpers.data import embedded_data
+from helpers.data.errors import ParameterError
+from helpers.data.paths import MNIST_TESTING
+from helpers.data.paths import MNIST_TRAINING
+from helpers.data.paths import default_data_dir
+from helpers.data.paths import relative
 
 __all__ = ["DataSourceError", "DataSources", "ImageFolder", "PhotoSet",
            "batch_files", "check_decodable", "check_image_folder", "dali_extra_from_env",
@@ -157,7 +157,7 @@ def locate_photos(size: int = embedded_data.PHOTO_SET_SIZE, *, build_missing: bo
         if not build_missing:
             raise DataSourceError(
                 f"The photo set of {size} photos is missing or incomplete ({relative(path)}). "
-                f"Run `python -m helpers.embedded_data --photo-set {size}` in the repository.")
+                f"Run `python -m helpers.data.embedded_data --photo-set {size}` in the repository.")
         print(f"Building the photo set (once): {relative(path)}")
         embedded_data.build_photo_set(data_dir, size)
     manifest = embedded_data.read_manifest(path)

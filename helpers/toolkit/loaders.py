@@ -1,6 +1,6 @@
 """The loader scaffolding that notebooks 02, 03, 05 and 07 share: a dynamic-mode feed, a torch
 DataLoader feed and a pipeline-mode feed with one ``epoch()`` interface, and a background thread
-for any loader (``helpers.harness`` times them). The DALI calls themselves (what a
+for any loader (``helpers.toolkit.harness`` times them). The DALI calls themselves (what a
 dynamic-mode step does to a batch, the ``@pipeline_def``) stay in the notebooks, where the reader
 sees them.
 
@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader
 from torch.utils.data import Dataset
 
-from helpers.capture_guard import CaptureGuard
+from helpers.toolkit.capture_guard import CaptureGuard
 
 Batch = tuple[Any, Any]
 
@@ -40,7 +40,7 @@ def captured_ahead(reader: Any) -> int:
 class DynamicFeed:
     """A dynamic-mode reader's epochs, each batch handed to ``step``: every epoch runs under
     ``context`` (an ``ndd.EvalContext``: its threads and device), in capture mode when
-    ``capture``, its batches watched by a :class:`~helpers.capture_guard.CaptureGuard`
+    ``capture``, its batches watched by a :class:`~helpers.toolkit.capture_guard.CaptureGuard`
     (``guard``), which raises if an operator of ``step`` runs eagerly in the first two steps of an
     epoch (eager and unguarded when ``capture`` is false). A notebook's loader
     subclasses it and defines ``step(*batch)``: the DALI calls of one batch, returning
@@ -141,7 +141,7 @@ class PipelineFeed:
     The pipeline runs ahead of the batch being read by its prefetch queue's depth, across the
     end of an epoch too: when an epoch ends, the first ``ahead`` batches of the next one are
     prepared or in work (DALI 2.4: two; a dynamic-mode capture loop over a reader carries one,
-    :attr:`DynamicFeed.ahead`). ``helpers.harness`` hands those over before its timer starts."""
+    :attr:`DynamicFeed.ahead`). ``helpers.toolkit.harness`` hands those over before its timer starts."""
 
     def __init__(self, pipe: Any, outputs: Sequence[str],
                  prepare: Callable[[Mapping[str, Any]], Batch]) -> None:

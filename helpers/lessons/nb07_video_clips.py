@@ -4,7 +4,7 @@ batch fitted to the clips a shard holds: ``fit_to_shards``), the clips' cost, NV
 measured by a probe of spawned processes (``decode_limit``, GPU only), the tables and charts of
 its harness runs, sections 5 and 6 (the same best ways over other builds of
 the embedded set) run in one call each, the goals, the bad-folder demonstration, the sentences it
-generates (each comparison worded by its 95% interval, :func:`helpers.benchmarking.versus`) and
+generates (each comparison worded by its 95% interval, :func:`helpers.toolkit.benchmarking.versus`) and
 its record, built in one call.
 
 The DALI calls (the readers, ``next_epoch``, the decode and resize, the pipeline-mode definition),
@@ -29,36 +29,36 @@ from typing import NamedTuple
 
 import numpy as np
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import versus
-from helpers.data_sources import DataSourceError
-from helpers.devices import resolve_device
-from helpers.devices import skip_message
-from helpers.devices import torch_device
-from helpers.devices import video_decoders
-from helpers.embedded_video import first_packets
-from helpers.embedded_video import keyframes
-from helpers.hardware import Sampler
-from helpers.harness import Harness
-from helpers.harness import Results
-from helpers.harness import Way
-from helpers.harness import folded
-from helpers.harness import steady_seconds
-from helpers.parameters import ParameterError
-from helpers.parameters import at_least
-from helpers.parameters import positive_int
-from helpers.parameters import positive_ints
-from helpers.parameters import reject_unknown_parameters
-from helpers.paths import relative
-from helpers.paths import work_folder
-from helpers.video_sources import VideoFolder
-from helpers.video_sources import check_video_folder
-from helpers.video_sources import locate_videos
-from helpers.video_sources import native_log
-from helpers.video_sources import probe_video
+from helpers.data.data_sources import DataSourceError
+from helpers.data.embedded_video import first_packets
+from helpers.data.embedded_video import keyframes
+from helpers.data.paths import relative
+from helpers.data.paths import work_folder
+from helpers.data.video_sources import VideoFolder
+from helpers.data.video_sources import check_video_folder
+from helpers.data.video_sources import locate_videos
+from helpers.data.video_sources import native_log
+from helpers.data.video_sources import probe_video
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.devices import skip_message
+from helpers.toolkit.devices import torch_device
+from helpers.toolkit.devices import video_decoders
+from helpers.toolkit.hardware import Sampler
+from helpers.toolkit.harness import Harness
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Way
+from helpers.toolkit.harness import folded
+from helpers.toolkit.harness import steady_seconds
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_int
+from helpers.toolkit.parameters import positive_ints
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 if TYPE_CHECKING:  # torch comes with it: imported where it is used, so that the probe's processes start
-    from helpers import video_clips  # without it
+    from helpers.toolkit import video_clips  # without it
 
 NOTEBOOK = "07-video-clips.ipynb"
 GOAL_GOP = 64  # section 5: the same videos with keyframes this far apart
@@ -130,7 +130,7 @@ class Settings(NamedTuple):
     run_frames: int
     run_readers: int
     run_batch: int
-    min_seconds: float  # a trial's least duration (helpers.harness)
+    min_seconds: float  # a trial's least duration (helpers.toolkit.harness)
 
 
 def size_of(text: str, name: str) -> tuple[int, int]:
@@ -273,7 +273,7 @@ def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
 def clip_count(frames: Sequence[int], *, clip_frames: int, stride: int, step: int) -> int:
     """The clips DALI's experimental reader cuts from videos of ``frames`` frames (the legacy
     reader may cut one more a video: it needs one frame fewer)."""
-    from helpers import video_clips
+    from helpers.toolkit import video_clips
 
     return sum(len(video_clips.clip_starts(n, clip_frames, stride, step)) for n in frames)
 
@@ -356,9 +356,9 @@ def clips_and_cost(
     stride: int,
     step: int,
 ) -> tuple[list[video_clips.Clip], float]:
-    """Every clip the readers cut from ``files`` (:func:`helpers.video_clips.clip_list`), and the
+    """Every clip the readers cut from ``files`` (:func:`helpers.toolkit.video_clips.clip_list`), and the
     mean of the frames each costs a decoder from its keyframe (PyAV reads the keyframes)."""
-    from helpers import video_clips
+    from helpers.toolkit import video_clips
 
     clips = video_clips.clip_list(files, labels, frames, clip_frames=clip_frames, stride=stride, step=step)
     keys = {Path(f): keyframes(Path(f)) for f in files}
@@ -401,7 +401,7 @@ def frames_per_clip(
 ) -> dict[str, float]:
     """The frames a clip costs a decoder, by kind of way: the readers and PyAV from the keyframe
     before it, ``decoders.video`` from the file's first frame, straight-through decoding a run."""
-    from helpers import video_clips
+    from helpers.toolkit import video_clips
 
     from_start = statistics.mean(c.start + video_clips.clip_span(clip_frames, stride) for c in part)
     return {"pyav": cost, "dali": cost, "pipeline": cost, "limit": run_frames, "decoders.video": from_start}
@@ -495,7 +495,7 @@ def show_alone(
     """The chart of the DALI ways alone: clips/s and NVDEC busy against the readers."""
     import matplotlib.pyplot as plt
 
-    from helpers.plots import scaling_chart
+    from helpers.toolkit.plots import scaling_chart
 
     scaling_chart(
         {counts[n]: alone.rates(n) for n in dali},
@@ -965,7 +965,7 @@ def bad_folder(s: Settings, files: Sequence[Path]) -> tuple[str, str]:
     and what ``check_video_folder`` says (printed; returned for the record)."""
     import nvidia.dali.experimental.dynamic as ndd
 
-    from helpers import video_clips
+    from helpers.toolkit import video_clips
 
     root, classes = s.folder.root, s.folder.classes
     broken = Path(os.path.relpath(work_folder("nb07-bad-videos")))  # build/nb07-bad-videos, removed below
@@ -1301,8 +1301,8 @@ def full_size_clips(s: Settings, way: str, path: Path, starts: Sequence[int], st
 def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) -> Any:
     """PyAV in ``workers`` DataLoader workers (notebook 05's DataLoader settings), decoding
     ``clips`` resized to ``clip_size``, each batch moved to the model's device."""
-    from helpers import video_clips
-    from helpers.loaders import DataLoaderFeed
+    from helpers.toolkit import video_clips
+    from helpers.toolkit.loaders import DataLoaderFeed
 
     def on_device(frames: Any, labels: Any) -> tuple[Any, Any]:
         return frames.to(s.model_device, non_blocking=True), labels.to(s.model_device, non_blocking=True)
@@ -1325,8 +1325,8 @@ def straight_through(s: Settings) -> Any:
     batch, nothing skipped, resized or copied (``straight_through_plan``)."""
     import nvidia.dali.experimental.dynamic as ndd
 
-    from helpers.loaders import DynamicFeed
-    from helpers.sharded import ShardedFeed
+    from helpers.toolkit.loaders import DynamicFeed
+    from helpers.toolkit.sharded import ShardedFeed
 
     reader_of = ndd.readers.Video if s.on_gpu else ndd.experimental.readers.Video
     quiet = {"file_list_include_preceding_frame": False} if s.on_gpu else {}

@@ -9,8 +9,8 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from helpers.batches import as_arrays
-from helpers.batches import as_labels
+from helpers.toolkit.batches import as_arrays
+from helpers.toolkit.batches import as_labels
 
 
 def _displayable(image: np.ndarray, layout: str) -> np.ndarray:

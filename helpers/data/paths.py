@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # DALI_extra's layout (https://github.com/NVIDIA/DALI_extra), which the embedded data copies
 MNIST_TRAINING = Path("db/MNIST/training")

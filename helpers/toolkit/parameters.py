@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from helpers.errors import ParameterError
+from helpers.data.errors import ParameterError
 
 __all__ = ["INJECTED_TAG", "PAPERMILL_INJECTED", "ParameterError", "at_least", "check_known", "positive_int",
            "positive_ints", "reject_unknown_parameters"]

@@ -1,6 +1,6 @@
 """Notebook 02's bookkeeping, kept out of its lessons: the set-up (the parameters checked, the data
 found, the device chosen), the sentences it generates from its measurements (each worded by its
-95% interval, :func:`helpers.benchmarking.versus`), and its record, built in one call.
+95% interval, :func:`helpers.toolkit.benchmarking.versus`), and its record, built in one call.
 
 The DALI calls, the model and the training step stay in the notebook, where the reader sees them.
 """
@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 from typing import NamedTuple
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import versus
-from helpers.data_sources import locate_data
-from helpers.devices import resolve_device
-from helpers.devices import skip_message
-from helpers.embedded_data import read_manifest
-from helpers.parameters import at_least
-from helpers.parameters import reject_unknown_parameters
-from helpers.paths import relative
+from helpers.data.data_sources import locate_data
+from helpers.data.embedded_data import read_manifest
+from helpers.data.paths import relative
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.devices import skip_message
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 NOTEBOOK = "02-capture-mode.ipynb"
 GOAL = 1.6  # capture / eager, for an H200 at the notebook's defaults (DALI's tutorial printed 1.61x)

@@ -58,15 +58,15 @@ from dataclasses import field
 from typing import Any
 from typing import Protocol
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import interleaved_trials
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import ratio
-from helpers.benchmarking import summarize
-from helpers.cpu_time import cpu_seconds_since
-from helpers.cpu_time import process_tree_cpu
-from helpers.hardware import ENGINES
-from helpers.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import interleaved_trials
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import summarize
+from helpers.toolkit.cpu_time import cpu_seconds_since
+from helpers.toolkit.cpu_time import process_tree_cpu
+from helpers.toolkit.hardware import ENGINES
 
 DEFAULT_MIN_SECONDS = 2.0  # a trial's least duration on a GPU
 DEFAULT_MIN_SECONDS_CPU = 1.0  # and on a CPU
@@ -296,7 +296,7 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
 
 def headless() -> bool:
     """Whether the suite's runner executes this notebook (no one watches a progress bar): the
-    runner starts every kernel with ``helpers.results_file.RESULTS_FOLDER_VARIABLE`` set."""
+    runner starts every kernel with ``helpers.data.results_file.RESULTS_FOLDER_VARIABLE`` set."""
     return bool(os.environ.get(RESULTS_FOLDER_VARIABLE))
 
 
@@ -304,7 +304,7 @@ class Harness:
     """Makes each way's loader once (and warms it up with one untimed epoch), then times trials
     of the ways in rounds of a seeded random order, each trial after a settle step (:meth:`run`).
     Loaders are kept for later runs until :meth:`close`. ``synchronize`` waits for the device
-    (``torch.cuda.synchronize``); ``sampler`` (a ``helpers.hardware.Sampler``) reads NVML and the
+    (``torch.cuda.synchronize``); ``sampler`` (a ``helpers.toolkit.hardware.Sampler``) reads NVML and the
     CPU during each trial and tells when the engines are idle; ``peak_memory``
     (``(reset, read_gib)``) reads torch's peak GPU memory. ``min_seconds``: a trial's least
     duration (None: ``DEFAULT_MIN_SECONDS`` on a GPU (``gpu``), on a CPU
@@ -348,7 +348,7 @@ class Harness:
     def settle(self) -> float:
         """Wait until the work before has finished: the device synchronized, then (at most
         ``settle_most_s``) until the sampler reads the decoders idle and this process's CPU is
-        quiet (``helpers.hardware.Sampler.idle``). Returns the seconds waited."""
+        quiet (``helpers.toolkit.hardware.Sampler.idle``). Returns the seconds waited."""
         start = time.perf_counter()
         self.synchronize()
         idle = getattr(self.sampler, "idle", None)
@@ -554,7 +554,7 @@ def steady_seconds(min_seconds: float | None, gpu: bool) -> float:
 
 def ahead_batches(loader: Any) -> int:
     """The batches a loader has scheduled and not yet handed over (made, or in the making, before
-    a trial's timer): its ``ahead`` (``helpers.loaders``' DALI feeds); the sum over the feeds of a
+    a trial's timer): its ``ahead`` (``helpers.toolkit.loaders``' DALI feeds); the sum over the feeds of a
     ``ShardedFeed`` or a ``RoundRobin``; the loader that an ``InBackground`` runs; 0 for any other."""
     if hasattr(loader, "ahead"):
         return int(loader.ahead)

@@ -17,7 +17,7 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
-from helpers.caffe2_records import decode_record
+from helpers.data.caffe2_records import decode_record
 
 
 class LMDBDigits(Dataset):

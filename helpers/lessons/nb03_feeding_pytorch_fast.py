@@ -1,5 +1,5 @@
 """Notebook 03's comparison of loaders that feed one training loop, on the suite's harness
-(``helpers.harness``): its checked parameters (:func:`plan`), ways named by the knob they turn
+(``helpers.toolkit.harness``): its checked parameters (:func:`plan`), ways named by the knob they turn
 (:func:`way`, :func:`same_knobs`), the knobs' table, the candidates the confirmation measures
 again, the check that every loader delivers the same data, the profile excerpt, and the answer
 in words (:func:`answer`), generated from the confirmation's rounds. The loaders themselves and
@@ -20,13 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import versus
-from helpers.harness import Pick
-from helpers.harness import Results
-from helpers.harness import Way
-from helpers.parameters import ParameterError
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.harness import Pick
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Way
+from helpers.toolkit.parameters import ParameterError
 
 PIPELINE_KNOBS = ("decode", "threads", "hw_decoder_load")  # what pipeline mode shares with dynamic mode
 GREY_LEVEL = 1 / (0.3081 * 255)  # one grey level, after MNIST's normalization
@@ -73,13 +73,13 @@ def plan(*, data_path: str | None, device: str, records: int | None, batch_sizes
     an epoch's records; raises a ``ParameterError`` that names a bad value and what to do."""
     import os
 
-    from helpers.data_sources import locate_data
-    from helpers.devices import resolve_device
-    from helpers.lmdb_subset import first_records
-    from helpers.lmdb_subset import record_count
-    from helpers.parameters import at_least
-    from helpers.parameters import positive_ints
-    from helpers.paths import relative
+    from helpers.data.data_sources import locate_data
+    from helpers.data.lmdb_subset import first_records
+    from helpers.data.lmdb_subset import record_count
+    from helpers.data.paths import relative
+    from helpers.toolkit.devices import resolve_device
+    from helpers.toolkit.parameters import at_least
+    from helpers.toolkit.parameters import positive_ints
 
     source = str(data_path or locate_data(verbose=False).mnist_training)
     device = resolve_device(device)
@@ -115,7 +115,7 @@ class LoaderWay(Way):
 
 
 def _in_background(make: Callable[[], Any]) -> Any:
-    from helpers.loaders import InBackground
+    from helpers.toolkit.loaders import InBackground
 
     return InBackground(make())
 
@@ -123,7 +123,7 @@ def _in_background(make: Callable[[], Any]) -> Any:
 def way(kind: str, batch: int, make: Callable[..., Any], knob: str, *, against: Way | None = None,
         background: bool = False, **options: Any) -> LoaderWay:
     """The way ``"<kind> b<batch> <option>=<value> ..."``, whose loader is ``make(batch,
-    **options)``, on one background thread (``helpers.loaders.InBackground``) when
+    **options)``, on one background thread (``helpers.toolkit.loaders.InBackground``) when
     ``background``."""
     shown = [f"{k}={v}" for k, v in options.items()] + (["background thread"] if background else [])
     build = partial(make, batch, **options)
@@ -270,7 +270,7 @@ def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str,
 
 def batch_series(results: Results, kinds: Sequence[str]) -> dict[str, list[tuple[int, float, float, float]]]:
     """Each kind's ways of the knob ``"batch size"``: ``(batch, rate, low, high)``, the rate with its
-    95% interval, for ``helpers.loader_charts.crossover``."""
+    95% interval, for ``helpers.lessons.nb03_feeding_pytorch_fast.crossover``."""
     return {kind: [(w.batch, *rate_interval(results.rates(w.name))) for w in results.ways
                    if w.kind == kind and w.knob == "batch size"] for kind in kinds}
 
@@ -364,3 +364,34 @@ def profile_top(run: Callable[[], Any], steps: int, top: int = 8) -> dict[str, A
         "share_by_package": {k: v / total for k, v in
                              sorted(by_package.items(), key=lambda kv: -kv[1])},
     }
+
+
+def crossover(series: Mapping[str, Sequence[tuple[int, float, float, float]]], *,
+              ceiling: tuple[float, float, float] | None, title: str) -> Any:
+    """Samples/s against loader batch size, one line per loader; each point is
+    (batch, median, min, max) and the bars are the min-max range. ``ceiling`` (median, min, max)
+    is drawn as a horizontal band. Drawn as ``helpers.toolkit.plots`` draws its charts: at ``CSS_DPI``,
+    no text under ``SMALLEST_FONT_PT``, the legend under the axes."""
+    import numpy as np
+
+    from helpers.toolkit.plots import legend_below
+    from helpers.toolkit.plots import new_chart
+
+    fig, ax = new_chart(6.8, 4.6)
+    for name, points in series.items():
+        batches, medians, lows, highs = (np.array(v, dtype=float) for v in zip(*points, strict=True))
+        ax.errorbar(batches, medians, yerr=[medians - lows, highs - medians], marker="o",
+                    capsize=3, label=name)
+    if ceiling is not None:
+        median, low, high = ceiling
+        ax.axhline(median, color="black", linestyle="--", label="ceiling (data on the device)")
+        ax.axhspan(low, high, color="black", alpha=0.08)
+    ax.set_xscale("log", base=2)
+    all_batches = sorted({b for points in series.values() for b, *_ in points})
+    ax.set_xticks(all_batches, [str(b) for b in all_batches])
+    ax.set_xlabel("loader batch size (optimizer steps stay at 64 samples)")
+    ax.set_ylabel("training samples / s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    legend_below(fig, *ax.get_legend_handles_labels(), columns=2)
+    return fig

@@ -4,7 +4,7 @@ the interval, and results JSON that say where the numbers came from.
 The method, used by every notebook that compares speeds:
 
 1. Each configuration is measured in several **trials** (5 or more on the GPU tier), each after
-   a warm-up and at steady state (``helpers.harness``). The trials are **interleaved**: round
+   a warm-up and at steady state (``helpers.toolkit.harness``). The trials are **interleaved**: round
    ``k`` runs every configuration once, in an order of its own (rotated by ``k`` in
    ``interleaved_order``; seeded and random in the harness), so no configuration always runs
    first, last or after the same one, and a slow phase of the machine hits every configuration
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.devices import gpu_count
-from helpers.paths import REPO_ROOT
-from helpers.results_file import RESULTS_FOLDER_VARIABLE
-from helpers.results_file import NotebookResults
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
+from helpers.data.results_file import NotebookResults
+from helpers.toolkit.devices import gpu_count
 
 NOISY_CV = 0.10  # a configuration whose trials vary more than this is flagged
 CONFIDENCE = 0.95
@@ -83,7 +83,7 @@ def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any],
                        order: Callable[[Sequence[str], int], list[str]] = interleaved_order,
                        ) -> dict[str, list[Any]]:
     """Run ``measure(name, trial)`` for every configuration in ``trials`` interleaved rounds
-    (``order(names, round)``: by default ``interleaved_order``; ``helpers.harness`` passes a seeded
+    (``order(names, round)``: by default ``interleaved_order``; ``helpers.toolkit.harness`` passes a seeded
     random order); returns each configuration's records in trial order. ``on_done``
     is called after each measurement (a progress bar's update). With ``until``, more rounds
     follow, one at a time, until ``until(records)`` is true or ``most`` rounds have run in all
@@ -281,14 +281,15 @@ def machine_info() -> dict[str, Any]:
 
 
 def default_results_dir() -> Path:
-    """The folder that the suite's runner gave this kernel (``helpers.results_file.RESULTS_FOLDER_VARIABLE``
-    in its environment), else build/results (a notebook run by hand)."""
+    """The folder that the suite's runner gave this kernel
+    (``helpers.data.results_file.RESULTS_FOLDER_VARIABLE`` in its environment),
+    else build/results (a notebook run by hand)."""
     return Path(os.environ.get(RESULTS_FOLDER_VARIABLE) or REPO_ROOT / "build" / "results")
 
 
 def save_results(name: str, parameters: dict[str, Any], results: dict[str, Any],
                  headline: dict[str, Any], results_dir: str | Path | None = None) -> Path:
-    """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.results_file.NotebookResults`):
+    """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.data.results_file.NotebookResults`):
     machine, parameters, results, and the ``headline`` figures that summaries print. Returns the
     path."""
     saved = NotebookResults.now(name, machine_info(), parameters, headline, results)

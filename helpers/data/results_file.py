@@ -1,7 +1,7 @@
 """A notebook's results file, typed: what a notebook (or a training script) writes.
 
 * :class:`NotebookResults`: what a notebook saves when it ends
-  (``helpers.benchmarking.save_results``), ``<results folder>/<notebook>.json``: the machine,
+  (``helpers.toolkit.benchmarking.save_results``), ``<results folder>/<notebook>.json``: the machine,
   every parameter it ran with (``device`` as it resolved it), its headline figures and its
   results;
 * :func:`write_json`: any JSON document written whole or not at all (the training scripts'
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 # the environment variable of a notebook's kernel that names the folder its results go to: the
-# runner (tools.run_notebooks) starts each kernel with it, helpers.benchmarking.save_results reads it
+# runner (tools.run_notebooks) starts each kernel with it, helpers.toolkit.benchmarking.save_results reads it
 RESULTS_FOLDER_VARIABLE = "DALI_TUTORIALS_RESULTS"
 
 
@@ -34,7 +34,7 @@ class ResultsFileError(ValueError):
     """A file that is not of the format it is read as; the message names the file and what is wrong."""
 
 
-SAVER = "helpers.benchmarking.save_results (a notebook's last cell)"
+SAVER = "helpers.toolkit.benchmarking.save_results (a notebook's last cell)"
 
 
 def checked_fields(cls: type, data: Any, where: str, writer: str,

@@ -25,8 +25,8 @@ from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from helpers.benchmarking import rate_interval
-from helpers.benchmarking import summarize
+from helpers.toolkit.benchmarking import rate_interval
+from helpers.toolkit.benchmarking import summarize
 
 VERDICT_COLORS = {"met": "tab:green", "not met": "tab:red", "inconclusive": "tab:gray"}
 CSS_DPI = 100  # a chart's pixels an inch at its size on the page (its PNG holds twice as many)

@@ -42,11 +42,11 @@ import numpy as np
 from filelock import FileLock
 from PIL import Image
 
-from helpers.caffe2_records import encode_record
-from helpers.paths import MNIST_TESTING
-from helpers.paths import MNIST_TRAINING
-from helpers.paths import default_data_dir
-from helpers.paths import relative
+from helpers.data.caffe2_records import encode_record
+from helpers.data.paths import MNIST_TESTING
+from helpers.data.paths import MNIST_TRAINING
+from helpers.data.paths import default_data_dir
+from helpers.data.paths import relative
 
 MANIFEST = "MANIFEST.json"
 MNIST_RECORDS = 60_000

@@ -1,6 +1,6 @@
 """The embedded video set: short videos in class folders, a camera panning and zooming over the
 embedded photographs (one class a subject, as in the photo set), built on first use and checked
-by a manifest, like the rest of the embedded data (``helpers.embedded_data``).
+by a manifest, like the rest of the embedded data (``helpers.data.embedded_data``).
 
 Each video is an MP4 file of ``frames`` frames: VP9 (``"vp9"``), which DALI decodes on the CPU
 and the GPU, or H.264 (``"h264"``) or HEVC (``"hevc"``), which DALI decodes on the GPU only; every
@@ -8,7 +8,7 @@ and the GPU, or H.264 (``"h264"``) or HEVC (``"hevc"``), which DALI decodes on t
 libvpx, libx264 and libx265 in its wheel) encodes them, on one thread each, so that a build is
 the same bytes every time.
 
-    python -m helpers.embedded_video --codec h264 --size 1280x720   # prebuild a set
+    python -m helpers.data.embedded_video --codec h264 --size 1280x720   # prebuild a set
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from helpers.embedded_data import _rebuilding
-from helpers.embedded_data import build_photos
-from helpers.embedded_data import is_complete
-from helpers.embedded_data import photo_set_sources
-from helpers.embedded_data import read_manifest
-from helpers.paths import default_data_dir
-from helpers.paths import relative
+from helpers.data.embedded_data import _rebuilding
+from helpers.data.embedded_data import build_photos
+from helpers.data.embedded_data import is_complete
+from helpers.data.embedded_data import photo_set_sources
+from helpers.data.embedded_data import read_manifest
+from helpers.data.paths import default_data_dir
+from helpers.data.paths import relative
 
 VIDEO_LAYOUT = 1  # bumped when the videos change: older builds are rebuilt
 CODECS = {"vp9": "libvpx-vp9", "h264": "libx264", "hevc": "libx265"}  # ours -> FFmpeg's encoder

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from helpers.video_sources import frames_needed
+from helpers.data.video_sources import frames_needed
 
 
 def clip_span(clip_frames: int, stride: int) -> int:
@@ -83,7 +83,7 @@ def read_clip(path: Path, start: int, clip_frames: int, stride: int, *, size: tu
     if missing:
         raise ValueError(f"{path}: frames {missing[:4]} of the clip starting at {start} were not "
                          "decoded: the video is shorter than the clip, or its timestamps are not "
-                         "evenly spaced (check it with helpers.video_sources.check_video_folder)")
+                         "evenly spaced (check it with helpers.data.video_sources.check_video_folder)")
     return np.stack([out[i] for i in sorted(wanted)])
 
 
@@ -162,5 +162,5 @@ def check_alignment(clips: Sequence[np.ndarray], path: Path, starts: Sequence[in
             f"{path.name}: the loader's clips match PyAV's frames one position away better than the "
             f"frames of their own starts ({result}). The loader cuts other frames than its starts "
             "say: check the clip rule (step, stride, sequence_length) and the video's timestamps "
-            "(helpers.video_sources.check_video_folder).")
+            "(helpers.data.video_sources.check_video_folder).")
     return result

@@ -29,27 +29,27 @@ from types import ModuleType
 from typing import Any
 from typing import NamedTuple
 
-from helpers import checkpointing
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import summarize
-from helpers.benchmarking import versus
-from helpers.data_sources import locate_data
-from helpers.devices import gpu_count
-from helpers.devices import resolve_device
-from helpers.distributed import UsageError
-from helpers.lmdb_subset import first_records
-from helpers.parameters import ParameterError
-from helpers.parameters import at_least
-from helpers.parameters import positive_int
-from helpers.parameters import reject_unknown_parameters
-from helpers.paths import REPO_ROOT
-from helpers.paths import relative
-from helpers.paths import work_folder
-from helpers.torchrun import Launch
-from helpers.torchrun import LaunchError
-from helpers.torchrun import display_command
-from helpers.torchrun import run_launches
-from helpers.torchrun import run_torchrun
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
+from helpers.data.paths import work_folder
+from helpers.toolkit import checkpointing
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import summarize
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import gpu_count
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.distributed import UsageError
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_int
+from helpers.toolkit.parameters import reject_unknown_parameters
+from helpers.toolkit.torchrun import Launch
+from helpers.toolkit.torchrun import LaunchError
+from helpers.toolkit.torchrun import display_command
+from helpers.toolkit.torchrun import run_launches
+from helpers.toolkit.torchrun import run_torchrun
 
 NOTEBOOK = "06-checkpoint-resume.ipynb"
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
@@ -308,8 +308,8 @@ def loss_chart(reference: Mapping[str, Any], resumed: Mapping[str, Any], killed:
     checkpoint used marked."""
     import numpy as np
 
-    from helpers.plots import legend_below
-    from helpers.plots import new_chart
+    from helpers.toolkit.plots import legend_below
+    from helpers.toolkit.plots import new_chart
 
     at = resumed["resumed"]["step"]
     steps = np.arange(1, len(reference["losses"][0]) + 1)
@@ -385,7 +385,7 @@ def kill_step_before_the_last_epoch(setup: Setup, every: int, epochs: int) -> in
 
 
 def ratio_record(r: Ratio) -> dict[str, Any]:
-    """A ratio as the record keeps it, with the words of :func:`helpers.benchmarking.versus`."""
+    """A ratio as the record keeps it, with the words of :func:`helpers.toolkit.benchmarking.versus`."""
     return {**r.as_record(), "verdict": versus(r, "the second").split(" (")[0]}
 
 

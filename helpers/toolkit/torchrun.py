@@ -26,9 +26,9 @@ from dataclasses import field
 from datetime import timedelta
 from pathlib import Path
 
-from helpers.errors import ParameterError
-from helpers.paths import REPO_ROOT
-from helpers.paths import relative
+from helpers.data.errors import ParameterError
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
 
 # NVLink multicast stays off in every process we start (NCCL's NVLS algorithms, PyTorch's
 # symmetric memory, NVSHMEM): a workaround for GPU hosts without NVLink multicast, the suite's

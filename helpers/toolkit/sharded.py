@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Any
 
-from helpers.loaders import Batch
-from helpers.loaders import DynamicFeed
+from helpers.toolkit.loaders import Batch
+from helpers.toolkit.loaders import DynamicFeed
 
 _END = object()
 _POLL_S = 0.05  # how often a thread that waits to hand over a batch looks for a stop
@@ -66,7 +66,7 @@ def _first(batch: Batch, count: int) -> Batch:
 
 
 class ShardedFeed:
-    """``feeds[i]`` (a :class:`~helpers.loaders.DynamicFeed`, its reader on shard ``i``) runs its
+    """``feeds[i]`` (a :class:`~helpers.toolkit.loaders.DynamicFeed`, its reader on shard ``i``) runs its
     epochs on thread ``i``; ``epoch()`` yields the batches of every shard's epoch as they are
     ready, each sample once (a shard's padding cut off). At most ``depth`` batches a thread wait
     to be taken. ``guard``: what the threads' capture loops captured."""
@@ -173,7 +173,7 @@ class ShardedFeed:
 
 
 class RoundRobin:
-    """Pipeline mode's counterpart: ``N`` loaders (``helpers.loaders.PipelineFeed``, pipeline
+    """Pipeline mode's counterpart: ``N`` loaders (``helpers.toolkit.loaders.PipelineFeed``, pipeline
     ``i`` reading shard ``i``), a batch from each in turn; each pipeline prepares its next
     batches on its own threads meanwhile. An epoch ends when every loader's has."""
 

@@ -76,7 +76,7 @@ def video_decoders(gpu_name: str | None, *, say=print) -> int:
     for word in (gpu_name or "").replace("-", " ").split():
         if word in VIDEO_DECODERS:
             return VIDEO_DECODERS[word]
-    say(f"Video decoders: {gpu_name or 'no GPU'} is not in helpers.devices.VIDEO_DECODERS, so one "
+    say(f"Video decoders: {gpu_name or 'no GPU'} is not in helpers.toolkit.devices.VIDEO_DECODERS, so one "
         "reader is the default; set `readers` to your GPU's count of NVDEC engines (NVIDIA's "
         "MIG user guide and product briefs list them).")
     return 1

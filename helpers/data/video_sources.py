@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import embedded_video
-from helpers.data_sources import DataSourceError
-from helpers.paths import default_data_dir
-from helpers.paths import relative
+from helpers.data import embedded_video
+from helpers.data.data_sources import DataSourceError
+from helpers.data.paths import default_data_dir
+from helpers.data.paths import relative
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v")
 DALI_CODECS = {"cpu": {"vp8", "vp9", "mjpeg"},

@@ -1,8 +1,8 @@
 """Notebook 05's own helpers: its parameters resolved for this machine, the check that three
 loaders deliver the same labels, channels and normalization, a copy of the photos with one JPEG
 cut short, the planned work, the goals and the record, and the sentences of its answer, each
-generated from the harness's results (``helpers.harness.Results``) and worded by its interval
-(``helpers.benchmarking.versus``).
+generated from the harness's results (``helpers.toolkit.harness.Results``) and worded by its interval
+(``helpers.toolkit.benchmarking.versus``).
 
 The DALI calls, the loaders and the training step stay in the notebook, where the reader sees
 them; nothing here imports DALI."""
@@ -22,21 +22,21 @@ from pathlib import Path
 from typing import Any
 from typing import NamedTuple
 
-from helpers.benchmarking import Ratio
-from helpers.benchmarking import ratio
-from helpers.benchmarking import versus
-from helpers.data_sources import DataSourceError
-from helpers.data_sources import check_decodable
-from helpers.data_sources import check_image_folder
-from helpers.data_sources import locate_photos
-from helpers.devices import resolve_device
-from helpers.devices import torch_device
-from helpers.harness import Results
-from helpers.harness import steady_seconds
-from helpers.parameters import ParameterError
-from helpers.parameters import at_least
-from helpers.parameters import positive_ints
-from helpers.paths import relative
+from helpers.data.data_sources import DataSourceError
+from helpers.data.data_sources import check_decodable
+from helpers.data.data_sources import check_image_folder
+from helpers.data.data_sources import locate_photos
+from helpers.data.paths import relative
+from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.devices import torch_device
+from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import steady_seconds
+from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_ints
 
 # The goals, stated for an NVIDIA H200: (model or None, numerator role, denominator role, target).
 # tools/findings.py reads the ResNet-50 ones and the CPU-time one by these names. The DataLoader
@@ -70,7 +70,7 @@ class Settings(NamedTuple):
     image_size: int
     batch_size: int
     models: list[str]
-    min_seconds: float  # a trial's least duration (helpers.harness)
+    min_seconds: float  # a trial's least duration (helpers.toolkit.harness)
     most_trials: int
     dataloader_workers: list[int]
     thread_counts: list[int]
@@ -151,7 +151,7 @@ RECORDED = ("device", "photos", "epoch_images", "image_size", "batch_size", "mod
 
 def recorded_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters the record keeps, as resolved (the notebook's ``globals()``); ``image_dir``
-    relative to the checkout or the home folder (``helpers.paths.relative``)."""
+    relative to the checkout or the home folder (``helpers.data.paths.relative``)."""
     image_dir = given["image_dir"]
     return {name: given[name] for name in RECORDED} | {"image_dir": image_dir and relative(str(image_dir))}
 
