@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import goal_lines
 from helpers.toolkit.benchmarking import interleaved_order
 from helpers.toolkit.benchmarking import interleaved_trials
@@ -132,12 +133,18 @@ def test_machine_info_names_what_numbers_depend_on() -> None:
 
 
 def test_save_results_writes_everything(tmp_path: Path) -> None:
-    path = save_results("99-test", {"a": 1}, {"r": [1, 2]}, {"h": 3.0}, tmp_path)
+    path = save_results("99-test", Record({"a": 1}, {"r": [1, 2]}, {"h": 3.0}), tmp_path)
     document = json.loads(path.read_text())
     assert path == tmp_path / "99-test.json"
     assert document["parameters"] == {"a": 1} and document["headline"] == {"h": 3.0}
     assert document["results"] == {"r": [1, 2]} and document["machine"]["dali"]
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_save_results_refuses_what_is_not_a_record(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="takes the Record"):
+        save_results("99-test", ({"a": 1}, {"r": [1, 2]}, {"h": 3.0}), tmp_path)  # a plain tuple
+    assert not list(tmp_path.iterdir())
 
 
 def test_within_says_whether_the_interval_is_narrow_enough() -> None:

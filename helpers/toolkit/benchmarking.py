@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from typing import NamedTuple
 
 from helpers.data.paths import REPO_ROOT
 from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
@@ -287,10 +288,21 @@ def default_results_dir() -> Path:
     return Path(os.environ.get(RESULTS_FOLDER_VARIABLE) or REPO_ROOT / "build" / "results")
 
 
-def save_results(name: str, parameters: dict[str, Any], results: dict[str, Any],
-                 headline: dict[str, Any], results_dir: str | Path | None = None) -> Path:
+class Record(NamedTuple):
+    """What every notebook's ``record(...)`` (``helpers.lessons.nbNN_*``) returns, and
+    :func:`save_results` writes: the parameters as the run resolved them (paths relative to the
+    checkout), the results, and the ``headline`` figures that summaries print."""
+
+    parameters: dict[str, Any]
+    results: dict[str, Any]
+    headline: dict[str, Any]
+
+
+def save_results(name: str, record: Record, results_dir: str | Path | None = None) -> Path:
     """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.data.results_file.NotebookResults`):
-    machine, parameters, results, and the ``headline`` figures that summaries print. Returns the
-    path."""
-    saved = NotebookResults.now(name, machine_info(), parameters, headline, results)
+    machine, and the record's parameters, results and headline. Returns the path."""
+    if not isinstance(record, Record):
+        raise TypeError(f"save_results({name!r}, ...) takes the Record that the notebook's record(...) "
+                        f"returns, not {type(record).__name__}")
+    saved = NotebookResults.now(name, machine_info(), record.parameters, record.headline, record.results)
     return saved.write(Path(results_dir) if results_dir else default_results_dir())
