@@ -67,6 +67,18 @@ def test_a_recipe_that_breaks_the_rules_is_named(tmp_path: Path) -> None:
     assert not fake(tmp_path, "import json\nimport numpy as np\nimport torch\nX = 1\n").problems()
 
 
+def test_a_setting_that_reads_a_notebook_variable_is_named(tmp_path: Path) -> None:
+    """A setting is a literal or an expression of the recipe's own imports: copied into a user's
+    file, it runs as it is."""
+    found = fake(tmp_path, "import torch\nFOLDER = str(train_dir)  # yours\n"
+                           "DEVICE = 'gpu' if torch.cuda.is_available() else 'cpu'\nSTEPS = (8, 16)\n"
+                           "BATCH = batch_size\nx = 1\n")
+    problems = found.problems()
+    assert any(p.startswith("setting FOLDER reads ['train_dir']") for p in problems), problems
+    assert any(p.startswith("setting BATCH reads ['batch_size']") for p in problems), problems
+    assert not any("DEVICE" in p or "STEPS" in p for p in problems), problems
+
+
 @pytest.mark.slow
 def test_a_recipe_runs_where_the_suite_cannot_be_imported(tmp_path: Path) -> None:
     """Run as a user runs it: the suite's modules cannot be imported, the working directory is not

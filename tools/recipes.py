@@ -86,7 +86,30 @@ class Recipe:
                          "standard library)")
         if not self.settings:
             found.append("no settings (UPPERCASE_NAME = value lines) at its top")
+        for name, expression in self.settings.items():
+            foreign = sorted(_names(expression) - self.imported_names() - set(self.settings)
+                             - BUILTINS)
+            if foreign:
+                found.append(f"setting {name} reads {foreign}: a setting is a literal or an "
+                             "expression of the recipe's own imports, never a notebook's variable")
         return found
+
+    def imported_names(self) -> set[str]:
+        """The names the recipe's imports bind (``import torch`` binds torch)."""
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(self.source)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        return names
+
+
+BUILTINS = {"True", "False", "None", "str", "int", "float", "tuple", "len", "min", "max", "range"}
+
+
+def _names(expression: str) -> set[str]:
+    """The free names an expression reads (``a.b(c)`` reads a and c)."""
+    return {node.id for node in ast.walk(ast.parse(expression.strip(), mode="eval"))
+            if isinstance(node, ast.Name)}
 
 
 def recipe(notebook: Path) -> Recipe | None:
