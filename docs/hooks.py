@@ -22,6 +22,8 @@ what no library does:
   inside a notebook lead to the pages of the notebooks and docs pages they name
   (``tools.docs_links``); one that points to nothing is a warning;
 - a notebook page is shaped for readers (``tools.docs_reader_view``);
+- each figure's ``<img>`` carries the alt text of its output's metadata, which the suite's
+  charts and image grids write from what they draw (``tools.docs_alt``);
 - each notebook page starts with a download link that says what the notebook needs to run
   (``tools.docs_notes``).
 
@@ -44,6 +46,7 @@ from mkdocs.structure.files import Files
 
 try:
     from tools.bottleneck_table import render_bottleneck_table
+    from tools.docs_alt import with_alt_texts
     from tools.docs_checks import awaits_its_first_run
     from tools.docs_checks import figure_count
     from tools.docs_checks import figures_shown
@@ -132,6 +135,9 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     if shown < figure_count(notebook):
         log.warning("%s: its page shows %d figures, the notebook holds %d", source, shown,
                     figure_count(notebook))
+    html, problems = with_alt_texts(html, notebook)
+    for problem in [] if awaiting else problems:
+        log.warning("%s: %s", source, problem)
     name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
     note = download_note(name) + (AWAITING_NOTE if awaiting else "")
     return note + reader_view(rewrite_links(html, source, page.file, files, log), notebook)

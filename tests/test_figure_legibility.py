@@ -282,7 +282,7 @@ def test_in_ipython_a_chart_is_a_2x_png_and_another_figure_is_left_alone(
     other, _ = plt.subplots()
     try:
         data, metadata = formatter.format(chart)
-        assert data["image/png"] != "1x" and set(metadata["image/png"]) == {"width", "height"}
+        assert data["image/png"] != "1x" and set(metadata["image/png"]) == {"width", "height", "alt"}
         assert formatter.format(other)[0]["image/png"] == "1x"
     finally:
         plt.close(chart)

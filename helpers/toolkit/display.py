@@ -13,6 +13,33 @@ from helpers.toolkit.batches import as_arrays
 from helpers.toolkit.batches import as_labels
 
 
+class Grid(Figure):
+    """A grid of :func:`show_batch`: IPython shows it as the inline backend does, with its ``alt``
+    text (how many images, and their labels) in the output's metadata, where the docs' pages read
+    it (``tools.docs_alt``)."""
+
+    alt: str = ""
+
+
+def _png_with_alt(figure: Grid) -> tuple[str, dict[str, str]]:
+    from IPython.core.pylabtools import print_figure
+
+    return print_figure(figure, "png", base64=True, bbox_inches="tight"), {"alt": figure.alt}
+
+
+def _show_grids_with_their_alt_text() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Grid, _png_with_alt)
+
+
+_show_grids_with_their_alt_text()
+
+
 def _displayable(image: np.ndarray, layout: str) -> np.ndarray:
     if layout.startswith("C") and image.ndim == 3:  # CHW -> HWC
         image = np.transpose(image, (1, 2, 0))
@@ -62,7 +89,7 @@ def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
     title_in = font_pt * 2.4 / 72 if title else 0.0
     image_in, gap_in = image_px / dpi, GAP_PX / dpi
     # constrained layout keeps each label clear of the row above it
-    fig, axes = plt.subplots(rows, cols, dpi=dpi, squeeze=False, layout="constrained",
+    fig, axes = plt.subplots(rows, cols, dpi=dpi, squeeze=False, layout="constrained", FigureClass=Grid,
                              figsize=((image_in + gap_in) * cols,
                                       rows * (image_in * aspect + label_in + gap_in) + title_in))
     fig.get_layout_engine().set(w_pad=gap_in / 2, h_pad=gap_in / 2, wspace=0, hspace=0)
@@ -77,4 +104,7 @@ def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
             ax.set_title(class_names[label] if class_names else f"label {label}", fontsize=font_pt)
     if title:
         fig.suptitle(title, fontsize=font_pt * 1.15)
+    shown = [] if label_values is None else [class_names[v] if class_names else str(v) for v in label_values]
+    fig.alt = (f"{title or 'A batch'}: {len(arrays)} images"
+               + (f", labelled {', '.join(shown)}" if shown else "") + ".")
     return fig

@@ -38,19 +38,27 @@ TITLE_CHARACTERS = 90
 
 
 class Chart(Figure):
-    """A figure of these helpers: IPython shows it at twice its pixels (``png_at_twice_the_pixels``)."""
+    """A figure of these helpers: IPython shows it at twice its pixels (``png_at_twice_the_pixels``),
+    with its ``alt`` text (what it shows, in words, from the numbers it draws) in the output's
+    metadata, where the docs' pages read it (``tools.docs_alt``)."""
+
+    alt: str = ""
 
 
-def png_at_twice_the_pixels(figure: Figure) -> tuple[str, dict[str, int]]:
+def png_at_twice_the_pixels(figure: Figure) -> tuple[str, dict[str, Any]]:
     """The figure as a PNG of twice its pixels (base64) and the metadata that shows it at its
     own size: ``{"width": w, "height": h}`` in CSS px, half the PNG's. What IPython's "retina"
-    format does for every figure, here for the charts only (photo grids stay small on disk)."""
+    format does for every figure, here for the charts only (photo grids stay small on disk), and
+    the figure's ``alt`` text when it has one."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=2 * figure.dpi, bbox_inches="tight",
                    facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
     data = buffer.getvalue()
     width, height = struct.unpack(">II", data[16:24])  # the PNG's IHDR chunk
-    return base64.b64encode(data).decode("ascii"), {"width": width // 2, "height": height // 2}
+    metadata: dict[str, Any] = {"width": width // 2, "height": height // 2}
+    if getattr(figure, "alt", ""):
+        metadata["alt"] = figure.alt
+    return base64.b64encode(data).decode("ascii"), metadata
 
 
 def _show_charts_at_twice_the_pixels() -> None:
@@ -108,6 +116,9 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     legend_below(fig, *ax.get_legend_handles_labels())
+    fig.alt = (f"Bar chart, {title}: {xlabel}, each way's geometric mean and 95% interval, highest "
+               "first: " + "; ".join(f"{n} {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
+                                     for n, (m, lo, hi) in zip(names, estimates, strict=True)) + ".")
     return fig
 
 
@@ -134,6 +145,9 @@ def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figu
     ax.set_xlabel("ratio (dot: estimate, bar: 95% interval; black tick: the goal)")
     ax.set_title(textwrap.fill(title, TITLE_CHARACTERS))
     ax.margins(x=0.08)
+    fig.alt = f"Chart of goals, {title}: " + "; ".join(
+        f"{name}: {float(g['ratio']):.2f}x [{g['ci95'][0]:.2f}-{g['ci95'][1]:.2f}] against a goal of "  # type: ignore[index]
+        f"{g['goal']}, {g['verdict']}" for name, g in goals.items()) + "."
     return fig
 
 
@@ -165,4 +179,13 @@ def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float
         handles, labels = handles + more_handles, labels + more_labels
     ax.set_title(title)
     legend_below(fig, handles, labels)
+    fig.alt = (f"Chart, {title}: {ylabel} against {xlabel}, geometric mean and 95% interval: "
+               + "; ".join(f"{n}: {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
+                           + (f", {busy_label} {busy[n]:.0f}%" if busy.get(n) is not None else "")
+                           for n, (m, lo, hi) in zip(counts, estimates, strict=True)) + ".")
     return fig
+
+
+def _figure(value: float) -> str:
+    """A rate as an alt text says it: thousands separated, decimals only under 100."""
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
