@@ -3,7 +3,8 @@ JupyterLab and on the docs' pages, and on a phone, where the page lets them scro
 rather than shrink.
 
 Every chart is drawn at ``CSS_DPI`` (its size on a page: 100 CSS px an inch) with no text
-smaller than ``SMALLEST_FONT_PT`` (``SMALLEST_TEXT_PX`` at that size), its legend outside the
+smaller than ``SMALLEST_FONT_PT`` (``SMALLEST_TEXT_PX`` at that size, an "x" of at least 9 px:
+``SMALLEST_X_HEIGHT_PX``, on a phone too, where the chart keeps its size), its legend outside the
 plotted area (below the axes) and its value labels clear of the data and of the goal ticks. In a
 notebook (IPython) a chart is shown as a PNG of twice its pixels with its CSS size in the
 output's metadata (``png_at_twice_the_pixels``): sharp on high-density screens, the same size on
@@ -24,17 +25,20 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import summarize
 
 VERDICT_COLORS = {"met": "tab:green", "not met": "tab:red", "inconclusive": "tab:gray"}
 CSS_DPI = 100  # a chart's pixels an inch at its size on the page (its PNG holds twice as many)
-SMALLEST_FONT_PT = 8.0  # legends, value labels, dense tick labels
-SMALLEST_TEXT_PX = SMALLEST_FONT_PT * CSS_DPI / 72  # 11.1 CSS px: at least 9 px on any page
-TICK_FONT_PT = 9.0
+X_HEIGHT_EM = 0.55  # DejaVu Sans, matplotlib's font: an "x" is 0.55 of the font's size
+SMALLEST_FONT_PT = 12.0  # every text of a chart, at least: legends, value labels, ticks
+SMALLEST_TEXT_PX = SMALLEST_FONT_PT * CSS_DPI / 72  # 16.7 CSS px
+SMALLEST_X_HEIGHT_PX = SMALLEST_TEXT_PX * X_HEIGHT_EM  # 9.2 CSS px: at least 9 px on any page
+TICK_FONT_PT = SMALLEST_FONT_PT
 LABEL_CHARACTERS = 36  # a longer goal name is wrapped, so that the axes keep most of the width
-TITLE_CHARACTERS = 90
+TITLE_CHARACTERS = 72
 
 
 class Chart(Figure):
@@ -43,6 +47,16 @@ class Chart(Figure):
     metadata, where the docs' pages read it (``tools.docs_alt``)."""
 
     alt: str = ""
+
+    def draw(self, renderer: Any) -> None:
+        """Drawn with no text under ``SMALLEST_FONT_PT``, whichever function made the chart:
+        matplotlib's defaults (10 pt ticks and labels) are raised before the layout is made."""
+        for ax in self.axes:
+            ax.tick_params(which="both", labelsize=SMALLEST_FONT_PT)
+        for text in self.findobj(Text):
+            if text.get_fontsize() < SMALLEST_FONT_PT:
+                text.set_fontsize(SMALLEST_FONT_PT)
+        super().draw(renderer)
 
 
 def png_at_twice_the_pixels(figure: Figure) -> tuple[str, dict[str, Any]]:
