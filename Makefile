@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 # what `make setup` installs first; CI pins CPU builds that match (.ci/run)
 TORCH ?= torch torchvision
-# set SETUP= to use an interpreter that already has everything (e.g. the GPU runner)
+# set SETUP= to use an interpreter that already has everything (an offline GPU runner: CONTRIBUTING.md)
 PY ?= $(VENV)/bin/python
 SETUP ?= $(VENV)/.installed
 # the Jupyter kernel that `make setup` installs, as the committed notebooks name it
@@ -32,7 +32,7 @@ help:
 	@echo "make data       build the embedded data (MNIST LMDB, photographs) in data/"
 	@echo "make lab        JupyterLab on working copies of the notebooks in $(LAB)/"
 	@echo "make test-gpu   GPU tier: each notebook once on the GPU at full size, then the GPU tests (needs a GPU)"
-	@echo "make bench      benchmark trials into results/<machine>-<date>.json"
+	@echo "make bench      benchmark trials into results/<machine>-<date>[-N].json"
 	@echo "make docs       the static site of the committed notebooks into build/site (runs nothing)"
 	@echo "make setup      the virtual environment $(VENV) (and Debian's chromium when it can)"
 	@echo "make clean      remove build/ (not your working copies in $(LAB)/)"

@@ -13,7 +13,7 @@ notebook and the published figures, in that order, and why they differ; each not
 what its download needs. A cell
 tagged collapse-output is shown folded. Screenshots go to build/site-screenshots/. The build
 must fail, naming each fault, on a broken checkout (built from a temporary copy), and no page may
-show an absolute path of a machine.
+show an absolute path of a machine (the detector of tests/test_no_machine_paths.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -44,6 +43,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
+from test_no_machine_paths import machine_paths_in
 
 from helpers.data.paths import REPO_ROOT as ROOT
 from helpers.toolkit.display import LABEL_PX
@@ -752,20 +752,6 @@ def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, t
         page.close()
 
 
-# Absolute paths of a machine: this one's (the checkout, home, temporary folder) and the usual
-# places of others' (the H200 runner's /root/...), not preceded by a URL's host or path.
-MACHINE_PATHS = re.compile("|".join(
-    [re.escape(str(p)) for p in (ROOT, Path.home(), Path(tempfile.gettempdir()))]
-    + [r"(?<![\w.~/-])/(?:root|home|tmp|Users|work|mnt|var/folders)/"]))
-
-
-def test_no_docs_source_holds_an_absolute_path() -> None:
-    sources = sorted((ROOT / "docs").rglob("*.md"))
-    assert sources
-    found = {str(p.relative_to(ROOT)): MACHINE_PATHS.findall(p.read_text()) for p in sources}
-    assert not {k: v for k, v in found.items() if v}
-
-
 @pytest.mark.slow
 def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     texts: dict[str, str] = {str(p.relative_to(site)): p.read_text()
@@ -773,7 +759,7 @@ def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
     for entry in json.loads((site / "search" / "search_index.json").read_text())["docs"]:
         page = entry["location"].split("#")[0] or "index.html"
         texts[page] = texts.get(page, "") + entry["title"] + entry["text"]
-    found = {page: sorted(set(MACHINE_PATHS.findall(text))) for page, text in texts.items()}
+    found = {page: machine_paths_in(text) for page, text in texts.items()}  # the suite's one detector
     assert not {page: paths for page, paths in found.items() if paths}
 
 

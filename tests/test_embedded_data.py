@@ -16,6 +16,8 @@ import numpy as np
 import nvidia.dali.experimental.dynamic as ndd
 import nvidia.dali.types as types
 import pytest
+from filelock import FileLock
+from filelock import Timeout
 
 from helpers.data import data_sources
 from helpers.data import embedded_data
@@ -138,23 +140,38 @@ def test_a_successful_build_replaces_the_target(tmp_path: Path) -> None:
     assert _beside(dest) == ["set"]  # no temporary folder, no older build
 
 
+def _lock_is_free(data_dir: Path) -> bool:
+    """Whether another process's build could take the build lock of ``data_dir`` now."""
+    lock = FileLock(data_dir / ".build.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    lock.release()
+    return True
+
+
 def test_a_build_that_raises_leaves_the_target_untouched_and_no_temporary_folder(tmp_path: Path) -> None:
+    """The previous build stays in place, the temporary folder goes and the lock is released."""
     dest = tmp_path / "set"
     _built(tmp_path, dest, "first")
     with pytest.raises(KeyboardInterrupt):
         with embedded_data._rebuilding(tmp_path, dest, lambda: False) as build:
             (build.tmp / "data.txt").write_text("half written")
             assert build.tmp.is_dir() and build.tmp.parent == tmp_path
+            assert not _lock_is_free(tmp_path)  # held while the build runs
             raise KeyboardInterrupt
     assert not build.tmp.exists()
     assert (dest / "data.txt").read_text() == "first"
     assert embedded_data.read_manifest(dest) == {"text": "first"}
     assert _beside(dest) == ["set"]
+    assert _lock_is_free(tmp_path)
     with pytest.raises(RuntimeError, match="recorded no manifest"):  # a body that forgot its manifest
         with embedded_data._rebuilding(tmp_path, dest, lambda: False) as build:
             (build.tmp / "data.txt").write_text("no manifest")
     assert (dest / "data.txt").read_text() == "first"
     assert _beside(dest) == ["set"]
+    assert _lock_is_free(tmp_path)
 
 
 def test_a_current_build_is_left_as_it_is(tmp_path: Path) -> None:

@@ -1,5 +1,8 @@
 """Nothing of the machine in committed files: no absolute path of the checkout, a home,
-temporary or output folder in the notebooks, results JSON, docs pages or README."""
+temporary or output folder in the notebooks, results JSON, docs pages or README.
+
+The suite's one detector of such paths (``machine_paths_in``): the docs site's tests
+(tests/test_docs_site.py) apply it to the built pages."""
 
 from __future__ import annotations
 
@@ -13,14 +16,14 @@ import pytest
 from helpers.data.paths import REPO_ROOT
 
 MACHINE_FOLDERS = sorted({str(REPO_ROOT), str(Path.home()), tempfile.gettempdir(),
-                          "/tmp", "/root", "/home", "/work", "/Users", "/var/folders"},
+                          "/tmp", "/root", "/home", "/work", "/mnt", "/Users", "/var/folders"},
                          key=len, reverse=True)
 # an absolute path starts a word: not inside a URL, ~/..., $VAR/... or a relative path
 ABSOLUTE = re.compile(r"(?<![\w/.~$-])(?:" + "|".join(re.escape(f) for f in MACHINE_FOLDERS)
-                      + r")/[^\s\"'`)\\]*")
+                      + r")/[^\s\"'`)\\<>]*")
 # and any absolute path into an installed package (a warning's or a traceback's file, such as
 # /opt/venv/lib/python3.12/site-packages/tqdm/auto.py): the Python it ran on
-PACKAGE_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\]*/(?:site|dist)-packages/[^\s\"'`)\\]*")
+PACKAGE_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\<>]*/(?:site|dist)-packages/[^\s\"'`)\\<>]*")
 
 
 def committed_files(root: Path = REPO_ROOT) -> list[Path]:
@@ -30,9 +33,17 @@ def committed_files(root: Path = REPO_ROOT) -> list[Path]:
                    if ".ipynb_checkpoints" not in p.parts})
 
 
+def machine_paths_in(text: str) -> list[str]:
+    """The absolute paths of a machine that ``text`` holds: a folder of this machine's or the usual
+    places of others' (``MACHINE_FOLDERS``), or a file of an installed package."""
+    return sorted(set(ABSOLUTE.findall(text)) | set(PACKAGE_FILE.findall(text)))
+
+
 def machine_paths(path: Path) -> list[str]:
+    """``machine_paths_in`` of a committed file, and for a notebook the paths papermill recorded
+    in its metadata, which must be relative."""
     text = path.read_text(errors="replace")
-    found = set(ABSOLUTE.findall(text)) | set(PACKAGE_FILE.findall(text))
+    found = set(machine_paths_in(text))
     if path.suffix == ".ipynb":  # papermill records the paths it was handed: a path, relative
         recorded = json.loads(text)["metadata"].get("papermill", {})
         for key in ("input_path", "output_path"):
@@ -53,9 +64,11 @@ def test_the_check_finds_machine_paths_and_spares_the_rest(tmp_path: Path) -> No
     page.write_text(f'see {REPO_ROOT}/data and "/tmp/pytest-1/x.json", /root/out/run\n'
                     "fine: ~/DALI_extra, $DALI_EXTRA_PATH/db, build/run-1, "
                     "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n"
-                    "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21: TqdmWarning\n")
+                    "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21: TqdmWarning\n"
+                    '<a href="/mnt/disk/run.html">a built page</a> <code>/home/me/x.py</code>\n')
     assert machine_paths(page) == sorted({f"{REPO_ROOT}/data", "/tmp/pytest-1/x.json", "/root/out/run",
-                                          "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21:"})
+                                          "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21:",
+                                          "/mnt/disk/run.html", "/home/me/x.py"})
     notebook = tmp_path / "run.ipynb"
     notebook.write_text(json.dumps({"metadata": {"papermill": {"input_path": {"cells": []},
                                                                "output_path": "build/run/x.ipynb"}}}))

@@ -148,6 +148,25 @@ def test_notebooks_side_by_side_only_at_ci_scale(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_a_records_name_is_its_machine_and_date_numbered_within_the_day(tmp_path: Path) -> None:
+    """``<machine>-<date>[-N].json``: the first of a day unnumbered, the next one past the highest
+    of that machine and day, even where an older one of the day was deleted; other machines',
+    other days' and other names' files do not count."""
+    def name() -> str:
+        return run_record.record_path(tmp_path, "h200", "2026-12-04").name
+
+    assert name() == "h200-2026-12-04.json"
+    for other in ("h200-x2-2026-12-04.json", "h200-2026-12-03-7.json", "cpu-2026-12-04-5.json",
+                  "h200-2026-12-04-old.json"):
+        (tmp_path / other).write_text("{}")
+    assert name() == "h200-2026-12-04.json"
+    (tmp_path / "h200-2026-12-04.json").write_text("{}")
+    assert name() == "h200-2026-12-04-2.json"
+    (tmp_path / "h200-2026-12-04-3.json").write_text("{}")  # the -2 of the day was pruned
+    assert name() == "h200-2026-12-04-4.json"
+    assert run_record.record_path(tmp_path, "h200-x2", "2026-12-04").name == "h200-x2-2026-12-04-2.json"
+
+
 def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     with pytest.raises(SystemExit, match="no results JSON"):
@@ -171,15 +190,17 @@ def test_machine_label(gpu, label) -> None:
 
 
 def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(run_record, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(run_record, "RESULTS", tmp_path / "results")
     run = tmp_path / "run"
     (run / "results").mkdir(parents=True)
     NotebookResults("04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2},
                     {"device": "gpu"}, {}, {}).write(run / "results")
     RunLog("full", "gpu", {"04-x": LoggedNotebook(1.0, True, None, {}, "x", "y")}).write(run)
-    assert run_record.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01.json"
-    with pytest.raises(SystemExit, match="h200-x2-2026-12-01.json exists: name another file with"):
-        run_record.write_record(run)
+    first = run_record.write_record(run)
+    assert first == tmp_path / "results" / "h200-x2-2026-12-01.json"
+    written = first.read_bytes()
+    assert run_record.write_record(run) == tmp_path / "results" / "h200-x2-2026-12-01-2.json"
+    assert first.read_bytes() == written  # the day's first record is left as it was
 
 
 def test_the_commit_outside_git_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +209,7 @@ def test_the_commit_outside_git_is_unknown(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_copy_is_told_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The GPU runner's copy of the checkout carries an older checkout's .git: the variable wins."""
+    """A copy of the checkout with another checkout's .git (or none): the variable wins."""
     monkeypatch.setenv(run_notebooks.COMMIT_VARIABLE, "3ed0794-dirty")
     assert run_notebooks.git_commit(tmp_path) == run_notebooks.git_commit() == "3ed0794-dirty"
 
@@ -354,6 +375,7 @@ def test_a_warning_names_an_installed_packages_file_without_the_machines_folders
 
 
 def test_a_full_run_says_first_how_long_it_should_take() -> None:
+    from tools import records
     from tools.inventory import duration
     from tools.inventory import runtimes
     from tools.run_notebooks import expected_time
@@ -364,7 +386,9 @@ def test_a_full_run_says_first_how_long_it_should_take() -> None:
     took = sum(column[n.stem].notebooks[n.stem].seconds for n in chosen)
     line = expected_time(chosen, "cpu", "full")
     assert line is not None and line.startswith(f"expected: about {duration(took)} for 2 notebook(s)")
-    assert "a CPU only" in line
+    # the machine those records ran on: the reference machine's label, not a guess about this one
+    assert f"records took on {records.machine_heading(column['01-getting-started'].machine)}" in line
+    assert "CPU only" in line and "GPU" not in line
     assert expected_time(chosen, "cpu", "ci") is None  # a CI-scale run has no record to go by
 
 

@@ -176,12 +176,6 @@ def with_bottom_line(text: str, source: str, where: str = "the notebook") -> str
     return _layout(notebook)
 
 
-def cell_text(path: Path) -> str | None:
-    """The source of a notebook's bottom-line cell, None where it has none."""
-    tagged = tagged_cells(json.loads(path.read_text(encoding="utf-8")))
-    return "".join(tagged[0]["source"]) if tagged else None
-
-
 def update(notebooks_dir: Path = NOTEBOOKS_DIR, *, check: bool, results_dir: Path = RESULTS) -> int:
     """Write the bottom line of every notebook of ``notebooks_dir`` (exit status 0), or with
     ``check`` only report those out of date (1) without writing. Every cell is generated before

@@ -195,8 +195,8 @@ COMMIT_VARIABLE = "DALI_TUTORIALS_COMMIT"
 def git_commit(root: Path = REPO_ROOT) -> str:
     """The checkout's commit, with ``-dirty`` when it has uncommitted changes; ``"unknown"``
     outside a git checkout (or without git). ``DALI_TUTORIALS_COMMIT``, when set, names it
-    instead: a copy of the checkout whose ``.git`` is not its own (the GPU runner's copies carry
-    the ``.git`` of an older one) is told which commit it is."""
+    instead: a copy of the checkout whose ``.git`` is missing or not its own (an offline GPU
+    runner's copy, see CONTRIBUTING.md) is told which commit it is."""
     if named := os.environ.get(COMMIT_VARIABLE, "").strip():
         return named
     try:
@@ -228,23 +228,27 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
     """How long these notebooks took at full scale in the newest records of a machine like this
-    one (with a GPU or without), for the line printed before the first one starts."""
+    one (with a GPU or without), for the line printed before the first one starts; it names the
+    machine those records ran on (the reference machine, for a CPU-only run)."""
     if scale != "full":
         return None
     from tools.inventory import duration  # tools.inventory reads the records
     from tools.inventory import runtimes  # tools.inventory reads the records
+    from tools.records import machine_heading
 
     if device == "auto":
         device = resolve_device("auto")
     column = runtimes()[device == "gpu"]
-    seconds = [column[n.stem].notebooks[n.stem].seconds for n in chosen if n.stem in column]
-    known = [s for s in seconds if s]
-    if not known:
+    timed = {n.stem: column[n.stem] for n in chosen
+             if n.stem in column and column[n.stem].notebooks[n.stem].seconds}
+    if not timed:
         return None
-    where = "an NVIDIA GPU" if device == "gpu" else "a CPU only"
+    known = [record.notebooks[name].seconds for name, record in timed.items()]
+    machines = " and ".join(sorted({machine_heading(record.machine) for record in timed.values()}))
     missing = len(chosen) - len(known)
     return (f"expected: about {duration(sum(known))} for {len(known)} notebook(s), as the newest "
-            f"full-scale records on {where} took" + (f" ({missing} never recorded there)" if missing else "")
+            f"full-scale records took on {machines}"
+            + (f" ({missing} never recorded there)" if missing else "")
             + "; a machine with fewer or slower cores takes longer")
 
 
