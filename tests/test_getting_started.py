@@ -1,6 +1,7 @@
 """helpers.lessons.nb01_getting_started: notebook 01's epoch counts and their sentences, the speed
-test's stand-in reader, its parameters, and the sentences and record it makes from a harness's results (fake
-trials, no timing); helpers.data.paths.relative through a linked data folder."""
+test's stand-in reader, its set-up (the parameters checked and resolved), and the sentences and
+record it makes from a harness's results (fake trials, no timing); helpers.data.paths.relative
+through a linked data folder."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from helpers.data.errors import ParameterError
 from helpers.data.paths import REPO_ROOT
 from helpers.data.paths import relative
 from helpers.lessons import nb01_getting_started as gs
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
@@ -75,32 +77,51 @@ def test_jpeg_views_yield_count_batches_of_distinct_jpegs_and_refuse_capture() -
         next(views.next_epoch(batch_size=4, capture=True))
 
 
-@dataclass
-class Folder:
-    files: list
-
-    def check_batch_size(self, batch_size: int) -> int:
-        return batch_size
-
-
-PARAMETERS = dict(batch_size=8, num_threads=4, speed_images=64, speed_batch_size=64, speed_batches=None,
-                  trials=5)
+PARAMETERS = dict(image_dir=None, batch_size=8, device="cpu", num_threads=4, speed_images=64,
+                  speed_batch_size=64, speed_batches=None, trials=5, min_seconds=None, seed=42,
+                  results_dir=None)
 
 
 @pytest.mark.parametrize("changed, message", [
+    ({"batch_size": 22}, "batch_size=22 is larger than the 21 images"),
     ({"speed_batch_size": 65}, "speed_batch_size=65 is larger than speed_images=64"),
     ({"num_threads": 0}, "parameter num_threads must be a positive integer"),
     ({"trials": 1}, "a 95% interval needs two trials"),
     ({"speed_batches": 0}, "parameter speed_batches must be a positive integer"),
+    ({"min_seconds": -1}, "parameter min_seconds must be a number of seconds >= 0"),
 ])
 def test_parameters_are_refused_by_name(changed, message) -> None:
     with pytest.raises(ParameterError, match=message):
-        gs.check_parameters({**PARAMETERS, **changed}, Folder([]), "cpu")
+        gs.set_up([""], **{**PARAMETERS, **changed})
 
 
-def test_speed_batches_default_by_device() -> None:
-    assert gs.check_parameters(PARAMETERS, Folder([]), "gpu") == (8, gs.SPEED_BATCHES["gpu"])
-    assert gs.check_parameters({**PARAMETERS, "speed_batches": 3}, Folder([]), "cpu") == (8, 3)
+def test_a_mistyped_parameter_that_papermill_injected_is_refused() -> None:
+    history = ["", "batch_size = 8", "# Parameters\nbatchsize = 8"]
+    with pytest.raises(ParameterError, match="unknown parameter batchsize; did you mean batch_size?"):
+        gs.set_up(history, **PARAMETERS)
+
+
+def test_the_set_up_resolves_each_default_by_device_and_records_no_path_of_this_machine(
+        monkeypatch, capsys) -> None:
+    from dataclasses import FrozenInstanceError
+
+    from helpers.toolkit.harness import steady_seconds
+
+    on_cpu = gs.set_up([""], **PARAMETERS)
+    assert (on_cpu.device, on_cpu.speed_batches, on_cpu.min_seconds) == (
+        "cpu", gs.SPEED_BATCHES["cpu"], steady_seconds(None, gpu=False))
+    assert "21 images in data/images" in capsys.readouterr().out and on_cpu.folder.root.name == "images"
+    monkeypatch.setattr(gs, "resolve_device", lambda device: "gpu")  # as on a machine with a GPU
+    on_gpu = gs.set_up([""], **{**PARAMETERS, "device": "auto"})
+    assert (on_gpu.device, on_gpu.speed_batches, on_gpu.min_seconds) == (
+        "gpu", gs.SPEED_BATCHES["gpu"], steady_seconds(None, gpu=True))
+    given = gs.set_up([""], **{**PARAMETERS, "speed_batches": 3, "min_seconds": 0.5, "results_dir": "/tmp/r"})
+    assert (given.speed_batches, given.min_seconds) == (3, 0.5)  # a value given is kept
+    assert given.parameters == {"batch_size": 8, "device": "gpu", "num_threads": 4, "speed_images": 64,
+                                "speed_batch_size": 64, "speed_batches": 3, "trials": 5, "min_seconds": 0.5,
+                                "seed": 42, "image_dir": "data/images"}  # not where the JSON goes
+    with pytest.raises(FrozenInstanceError):
+        given.batch_size = 4  # type: ignore[misc]
 
 
 def test_decode_gap_sentences_follow_the_figures() -> None:
@@ -123,8 +144,11 @@ def test_without_a_gpu_the_answer_says_the_cpu_rate_and_judges_no_goal() -> None
     assert f"**{rate:,.0f} images/s** [{low:,.0f}-{high:,.0f}] (JPEG views of the photographs) with 4 " \
         "threads, in batches of 64" in answer
     assert "No GPU in this run" in answer and gs.comparisons(speed) == {} and gs.goals(speed, 4) == {}
-    results, headline = gs.record(**_objects(speed))
-    assert headline == {"cpu_decode_img_s": rate} and results["ratios"] == {} and results["goals"] == {}
+    setup, lessons = _objects(speed, device="cpu")
+    recorded = gs.record(setup, **lessons)
+    assert recorded.headline == {"cpu_decode_img_s": rate}
+    assert recorded.results["ratios"] == {} and recorded.results["goals"] == {}
+    assert recorded.results["device"] == recorded.parameters["device"] == "cpu"
 
 
 def test_on_a_gpu_the_answer_words_each_ratio_by_its_interval_and_says_runs_differ() -> None:
@@ -143,21 +167,30 @@ def test_on_a_gpu_the_answer_words_each_ratio_by_its_interval_and_says_runs_diff
 
 def test_the_record_holds_every_trial_and_the_headline_recomputes_from_them() -> None:
     speed = fake(ON_GPU, nvjpg=40.0)
-    results, headline = gs.record(**_objects(speed))
+    setup, lessons = _objects(speed)
+    recorded = gs.record(setup, **lessons)
+    assert isinstance(recorded, Record) and recorded.parameters == setup.parameters
+    results, headline = recorded.results, recorded.headline
     trials = results["speed_test"]["ways"]
     assert [t["rate"] for t in trials[HARDWARE]["trials"]] == ON_GPU[HARDWARE]
     hw = ratio(ON_GPU[HARDWARE], ON_GPU[CPU])
     assert results["ratios"]["hw_gpu_over_cpu"] == {"ratio": hw.ratio, "ci95": [hw.low, hw.high], "trials": 5}
-    assert results["goals"] == {"hardware-decoder GPU / CPU decode at 4 threads": hw.goal(gs.GOAL)}
+    # the goal's name and the threads recorded are the set-up's num_threads (3 here), not a default
+    assert results["goals"] == {"hardware-decoder GPU / CPU decode at 3 threads": hw.goal(gs.GOAL)}
+    assert results["reference_threads"] == 3 and results["images"] == 3
+    assert list(results["classes"]) == ["a", "b"]
     assert headline["hw_gpu_over_cpu"] == hw.ratio and headline["hw_gpu_nvjpg_pct"] == 40.0
     assert headline["gpu_over_cpu"] == ratio(ON_GPU[DEFAULT], ON_GPU[CPU]).ratio
     assert set(headline) == {"cpu_decode_img_s", "gpu_decode_img_s", "gpu_over_cpu", "hw_gpu_decode_img_s",
                              "hw_gpu_over_cpu", "hw_gpu_nvjpg_pct"}
     assert results["gaps_vs_cpu"] == {"decode": {"mean": 0.5, "max": 7}}
-    assert "hw_gpu_nvjpg_pct" not in gs.record(**_objects(fake(ON_GPU)))[1]  # NVML not read
+    assert results["random_angles"] == [1.5, -2.0] and results["shuffled_labels"] == [0, 1]
+    setup, lessons = _objects(fake(ON_GPU))
+    assert "hw_gpu_nvjpg_pct" not in gs.record(setup, **lessons).headline  # NVML not read
 
 
-def _objects(speed: Results) -> dict:
+def _objects(speed: Results, device: str = "gpu") -> tuple[gs.Setup, dict]:
+    """A set-up (3 threads, the photographs' folder with fake contents) and the lessons' objects."""
     import nvidia.dali.experimental.dynamic as ndd
 
     images = ndd.as_batch([np.zeros((4, 6, 3), np.uint8)] * 2)
@@ -169,14 +202,15 @@ def _objects(speed: Results) -> dict:
 
     @dataclass
     class Photos:
+        root: Path = REPO_ROOT / "data" / "images"
         classes: tuple = ("a", "b")
         files: tuple = ("x", "y", "z")
 
+    setup = gs.Setup(Photos(), device, 2, 3, 64, 64, 10, 5, 1.0, 42, None)  # type: ignore[arg-type]
     angles = ndd.as_batch([np.float32(1.5), np.float32(-2.0)])
-    return dict(folder=Photos(), device="gpu", images=images, corners=images,
-                selected={"select([0, 1])": images}, epochs={}, labels=labels, shuffled_labels=labels,
-                single=images.select(0), angles=angles, gaps={"decode": (0.5, 7)}, views=Views(),
-                speed=speed, threads=4)
+    return setup, dict(images=images, corners=images, selected={"select([0, 1])": images}, epochs={},
+                       labels=labels, shuffled_labels=labels, single=images.select(0), angles=angles,
+                       gaps={"decode": (0.5, 7)}, views=Views(), speed=speed)
 
 
 def test_relative_names_a_linked_data_folder_by_its_place_in_the_checkout(tmp_path: Path) -> None:

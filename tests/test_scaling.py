@@ -1,12 +1,17 @@
-"""helpers.lessons.nb04_scaling_out: notebook 04's script excerpt and its scaling sentences."""
+"""helpers.lessons.nb04_scaling_out: notebook 04's script excerpt, its scaling sentences, its
+throughput table, and its set-up's and record's contents."""
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
+from pathlib import Path
 
 import pytest
 
 from helpers.data.paths import REPO_ROOT
+from helpers.lessons.nb04_scaling_out import Setup
 from helpers.lessons.nb04_scaling_out import coverage_table
 from helpers.lessons.nb04_scaling_out import excerpt
 from helpers.lessons.nb04_scaling_out import read_results
@@ -80,46 +85,83 @@ def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_in
     throughput, table = throughput_table(runs, {"single": (1, 64), "multi": (2, 64)},
                                          {"single": "1 process", "multi": "all processes"})
     estimate = (180.0 * 200.0 * 190.0) ** (1 / 3)  # 189.8: the geometric mean, not the median 190
-    assert throughput["multi"]["geometric_mean"] == pytest.approx(estimate)
-    low, high = throughput["multi"]["ci95"]
-    assert 160 < low < estimate < high < 225  # Student's t with 2 degrees of freedom: wide
+    assert throughput["multi"]["geometric_mean"] == pytest.approx(estimate, rel=1e-9)
+    assert throughput["multi"]["median"] == 190.0 and throughput["single"]["n"] == 3
+    # the 95% interval of the geometric mean: Student's t with 2 degrees of freedom (4.303, not the
+    # normal 1.96) on the logarithms of this configuration's 3 launches
+    logs = [math.log(v) for v in (180.0, 200.0, 190.0)]
+    half = 4.302652729911275 * statistics.stdev(logs) / math.sqrt(3)
+    assert throughput["multi"]["ci95"] == pytest.approx(
+        [math.exp(statistics.fmean(logs) - half), math.exp(statistics.fmean(logs) + half)], rel=1e-6)
     assert table.loc["all processes", "per process"] == 95
     assert table.loc["all processes", "global batch"] == 128
     assert table.loc["1 process", "timed steps per launch"] == 192
 
 
-def lessons_of(device: str) -> dict:
-    """What notebook 04's lessons make, at the size ``record`` reads, for a run on ``device``."""
-    from pathlib import Path
+def setup_of(device: str, tmp_path: Path) -> Setup:
+    """A set-up as notebook 04's ``set_up`` makes it, for a run on ``device``, without copying data."""
+    source = REPO_ROOT / "data" / "dali_extra" / "db" / "MNIST" / "training"
+    return Setup(source=source, train_path=tmp_path / "training", test_path=source.parent / "testing",
+                 demo_data=tmp_path / "demo", device=device, backend="nccl" if device == "gpu" else "gloo",
+                 gpus=2 if device == "gpu" else 0, records=512, workdir=tmp_path, processes=2, batch_size=64,
+                 epochs=3, launches=3, learning_rate=0.05, demo_records=500, num_threads=1,
+                 accuracy_tolerance=5.0, seed=7, launch_timeout=300, results_dir=str(tmp_path / "results"))
 
-    from helpers.lessons.nb04_scaling_out import PARAMETERS
-    from helpers.lessons.nb04_scaling_out import Setup
+
+def test_the_set_up_records_its_resolved_parameters_and_nothing_of_this_machine(tmp_path: Path) -> None:
+    from dataclasses import FrozenInstanceError
+
+    setup = setup_of("cpu", tmp_path)
+    assert setup.parameters == {
+        "data_path": "data/dali_extra/db/MNIST/training", "test_path": "data/dali_extra/db/MNIST/testing",
+        "device": "cpu", "backend": "gloo", "processes": 2, "batch_size": 64, "epochs": 3, "launches": 3,
+        "learning_rate": 0.05, "demo_records": 500, "num_threads": 1, "accuracy_tolerance": 5.0, "seed": 7,
+        "records": 512, "launch_timeout": 300}  # no work folder, GPU count or results folder
+    with pytest.raises(FrozenInstanceError):
+        setup.device = "gpu"  # type: ignore[misc]
+
+
+def lessons_of() -> dict:
+    """What notebook 04's lessons make, at the size ``record`` reads."""
     from helpers.toolkit.benchmarking import ratio
 
     rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0],
              "single_global": [99.0, 101.0, 98.0]}
     weak, strong = ratio(rates["multi"], rates["single"]), ratio(rates["multi"], rates["single_global"])
-    folder = Path("/nonexistent")
-    backend = "nccl" if device == "gpu" else "gloo"
-    setup = Setup(folder, folder, folder, folder, device, backend, 2, 512, folder)
-    return {"setup": setup, "runs": {}, "labels": {}, "configurations": {}, "launch_order": [],
+    return {"runs": {}, "labels": {}, "configurations": {}, "launch_order": [],
             "throughput": {k: {"geometric_mean": v[0]} for k, v in rates.items()}, "weak": weak,
             "strong": strong, "goals": {"weak scaling": weak.goal(1.9, count="launches")},
-            "accuracy": {"mean": {"single_global": 0.9, "multi": 0.9}}, "checked": None, "padding": 0,
-            "failure": None, "too_many_processes": None, "two_nodes": None,
-            **dict.fromkeys(PARAMETERS, 2)}
+            "accuracy": {"mean": {"single_global": 0.91, "multi": 0.9}}, "checked": None, "padding": 0,
+            "failure": None, "too_many_processes": "", "two_nodes": None}
 
 
-def test_a_run_on_cpu_processes_records_no_verdict_for_a_goal_stated_for_gpus() -> None:
+def test_the_record_takes_its_headline_from_the_lessons_and_its_parameters_from_the_set_up(
+        tmp_path: Path) -> None:
+    from helpers.lessons.nb04_scaling_out import record
+    from helpers.toolkit.benchmarking import Record
+
+    setup, lessons = setup_of("gpu", tmp_path), lessons_of()
+    recorded = record(setup, **lessons)
+    assert isinstance(recorded, Record) and recorded.parameters == setup.parameters
+    assert recorded.headline == {
+        "processes": 2, "samples_per_s_single": 100.0, "samples_per_s_multi": 90.0,
+        "speedup_weak": lessons["weak"].ratio, "speedup_strong": lessons["strong"].ratio,
+        "accuracy_single": 0.91, "accuracy_multi": 0.9}
+    assert recorded.results["strong_scaling"] == lessons["strong"].as_record("launches")
+    assert recorded.results["gpus_visible"] == 2
+
+
+def test_a_run_on_cpu_processes_records_no_verdict_for_a_goal_stated_for_gpus(tmp_path: Path) -> None:
     from helpers.lessons.nb04_scaling_out import record
     from tools.goal_check import goal_problems
 
-    _, _, on_cpu = record(lessons_of("cpu"))
-    (goal,) = on_cpu["goals"].values()
+    lessons = lessons_of()
+    (goal,) = record(setup_of("cpu", tmp_path), **lessons).results["goals"].values()
     assert goal["verdict"] is None and goal["goal"] == 1.9 and goal["launches"] == 3
     assert goal_problems(goal) == []  # not judged is not a problem; a wrong verdict is
     assert goal_problems({**goal, "verdict": "met"})
-    _, _, on_gpus = record(lessons_of("gpu"))
+    assert lessons["goals"]["weak scaling"]["verdict"] == "not met"  # the lessons' own goal is left as it was
+    on_gpus = record(setup_of("gpu", tmp_path), **lessons).results
     assert on_gpus["goals"]["weak scaling"]["verdict"] == "not met"
 
 

@@ -1,7 +1,8 @@
-"""Notebook 01 (getting started): what a reader's epochs hold, the speed test's JPEG views (a
-stand-in for a reader, so that a trial times the decoder alone), the sentences the notebook prints
-from its measurements (generated here and tested, never typed in a cell), and its results record,
-built in one call from the objects its lessons made.
+"""Notebook 01 (getting started): its set-up (:func:`set_up`: the parameters checked and resolved,
+a frozen :class:`Setup`), what a reader's epochs hold, the speed test's JPEG views (a stand-in for a
+reader, so that a trial times the decoder alone), the sentences the notebook prints from its
+measurements (generated here and tested, never typed in a cell), and its results record
+(:func:`record`), built in one call from the set-up and the objects its lessons made.
 
 The speed test's ways are told apart by ``Way.kind`` (``"cpu"``, ``"gpu"``) and ``Way.knob``
 (``DEFAULT``: DALI's default ``hw_decoder_load``; ``ALL_TO_HARDWARE``: ``hw_decoder_load=1``).
@@ -14,18 +15,30 @@ import itertools
 from collections import Counter
 from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from helpers.data.data_sources import ImageFolder
+from helpers.data.data_sources import check_image_folder
+from helpers.data.data_sources import locate_data
 from helpers.data.errors import ParameterError
+from helpers.data.paths import relative
 from helpers.toolkit.batches import as_arrays
 from helpers.toolkit.batches import as_labels
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import positive_int
+from helpers.toolkit.parameters import reject_unknown_parameters
 
+NOTEBOOK = "01-getting-started.ipynb"
 DEFAULT, ALL_TO_HARDWARE = "default hw_decoder_load", "hw_decoder_load=1"
 GOAL = 8.0  # the suite's goal on an H200: hardware decoding / CPU decoding at DALI's 4 threads
 GOAL_MACHINE = "H200"
@@ -98,19 +111,57 @@ class JpegViews:
             yield batch, list(range(self.batch_size))
 
 
-def check_parameters(namespace: Mapping[str, Any], folder: Any, device: str) -> tuple[int, int]:
-    """The notebook's whole-number parameters checked (in its ``globals()``, each refused by name
-    with what to do), and the two it uses as checked: ``batch_size`` (no larger than the folder)
-    and ``speed_batches`` (``SPEED_BATCHES`` of the device when None)."""
-    at_least(namespace, {"batch_size": 1, "num_threads": 1, "speed_images": 1, "speed_batch_size": 1,
-                         "trials": (2, "a 95% interval needs two trials or more")})
-    size, images = namespace["speed_batch_size"], namespace["speed_images"]
-    if size > images:
-        raise ParameterError(f"speed_batch_size={size} is larger than speed_images={images}: every "
-                             "batch would repeat images. Raise speed_images.")
-    batches = namespace["speed_batches"]
-    batches = positive_int("speed_batches", SPEED_BATCHES[device] if batches is None else batches)
-    return folder.check_batch_size(namespace["batch_size"]), batches
+@dataclass(frozen=True)
+class Setup:
+    """The notebook's parameters as checked and resolved by :func:`set_up`, read by attribute."""
+
+    folder: ImageFolder  # the folder the steps read, checked (``image_dir``, or the photographs)
+    device: str  # "cpu" or "gpu": ``device`` resolved
+    batch_size: int  # no larger than the folder
+    num_threads: int
+    speed_images: int
+    speed_batch_size: int  # no larger than ``speed_images``
+    speed_batches: int  # ``SPEED_BATCHES`` of the device when the parameter is None
+    trials: int
+    min_seconds: float  # the harness's default for the device when the parameter is None
+    seed: int
+    results_dir: str | None  # where the results JSON goes (None: build/results); not recorded
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """What the record keeps: the resolved values, the folder relative to the checkout."""
+        return {"batch_size": self.batch_size, "device": self.device, "num_threads": self.num_threads,
+                "speed_images": self.speed_images, "speed_batch_size": self.speed_batch_size,
+                "speed_batches": self.speed_batches, "trials": self.trials, "min_seconds": self.min_seconds,
+                "seed": self.seed, "image_dir": relative(Path(self.folder.root).absolute())}
+
+
+def set_up(history: Sequence[str], *, image_dir: str | None, batch_size: int, device: str, num_threads: int,
+           speed_images: int, speed_batch_size: int, speed_batches: int | None, trials: int,
+           min_seconds: float | None, seed: int, results_dir: str | None) -> Setup:
+    """The notebook's parameters checked, each refused by name with what to do, and resolved: the
+    folder found and checked, the device chosen, ``speed_batches`` and ``min_seconds`` given their
+    device's defaults when None; prints the folder and the device. ``history`` is IPython's ``In``
+    (an unknown parameter that papermill injected is refused by name)."""
+    reject_unknown_parameters(history, NOTEBOOK)
+    folder = check_image_folder(image_dir or locate_data(verbose=False).images)
+    device = resolve_device(device)
+    counts = dict(batch_size=batch_size, num_threads=num_threads, speed_images=speed_images,
+                  speed_batch_size=speed_batch_size, trials=trials)
+    at_least(counts, {**dict.fromkeys(counts, 1), "trials": (2, "a 95% interval needs two trials or more")})
+    if speed_batch_size > speed_images:
+        raise ParameterError(f"speed_batch_size={speed_batch_size} is larger than speed_images="
+                             f"{speed_images}: every batch would repeat images. Raise speed_images.")
+    speed_batches = positive_int("speed_batches", SPEED_BATCHES[device] if speed_batches is None
+                                 else speed_batches)
+    try:
+        min_seconds = steady_seconds(min_seconds, device == "gpu")
+    except ValueError as error:
+        raise ParameterError(f"parameter {error}") from None
+    setup = Setup(folder, device, folder.check_batch_size(batch_size), num_threads, speed_images,
+                  speed_batch_size, speed_batches, trials, min_seconds, seed, results_dir)
+    print(folder.describe(), f"| device: {device}")
+    return setup
 
 
 def gap(batch: Any, reference: Any) -> tuple[float, int]:
@@ -204,14 +255,13 @@ def speed_answer(results: Any, threads: int, batch_size: int, gpu_name: str | No
     return "\n".join(lines)
 
 
-def record(*, folder: Any, device: str, images: Any, corners: Any, selected: Mapping[str, Any],
+def record(setup: Setup, *, images: Any, corners: Any, selected: Mapping[str, Any],
            epochs: Mapping[str, list[dict[str, int]]], labels: Any, shuffled_labels: Any, single: Any,
-           angles: Any, gaps: Mapping[str, tuple[float, int]], views: JpegViews, speed: Any,
-           threads: int) -> tuple[dict[str, Any], dict[str, float]]:
-    """The notebook's results and headline, in one call, from the objects its lessons made."""
-    ratios = comparisons(speed)
+           angles: Any, gaps: Mapping[str, tuple[float, int]], views: JpegViews, speed: Any) -> Record:
+    """The notebook's record, in one call, from its set-up and the objects its lessons made."""
+    ratios, threads = comparisons(speed), setup.num_threads
     results = {
-        "device": device, "classes": folder.classes, "images": len(folder.files),
+        "device": setup.device, "classes": setup.folder.classes, "images": len(setup.folder.files),
         "first_image_shape": list(images.select(0).shape), "slice_shape": list(corners.select(0).shape),
         "select_range_batch_sizes": {call: batch.batch_size for call, batch in selected.items()},
         "shuffle_epochs": dict(epochs), "unshuffled_labels": as_labels(labels),
@@ -232,4 +282,4 @@ def record(*, folder: Any, device: str, images: Any, corners: Any, selected: Map
                         hw_gpu_over_cpu=ratios["hw_gpu_over_cpu"].ratio)
         if (nvjpg := _busy(speed, hardware, "nvjpg_pct")) is not None:
             headline["hw_gpu_nvjpg_pct"] = nvjpg
-    return results, headline
+    return Record(setup.parameters, results, headline)

@@ -1,15 +1,16 @@
-"""Notebook 04: its set-up (the parameters checked, the data found and copied), the lines of its
-training script a learner reads first, the throughput table, the sentences that say what a run's
-weak and strong scaling mean, on GPUs or on CPU processes (generated from the run's ratios,
-never typed), and its record, built in one call."""
+"""Notebook 04: its set-up (the parameters checked, the data found and copied: a frozen
+:class:`Setup`), the lines of its training script a learner reads first, the throughput table, the
+sentences that say what a run's weak and strong scaling mean, on GPUs or on CPU processes
+(generated from the run's ratios, never typed), and its record, built in one call from the set-up
+and what its lessons made."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from typing import NamedTuple
 
 from helpers.data.data_sources import locate_data
 from helpers.data.lmdb_subset import first_records
@@ -17,6 +18,7 @@ from helpers.data.lmdb_subset import record_count
 from helpers.data.paths import relative
 from helpers.data.paths import work_folder
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import summarize
 from helpers.toolkit.benchmarking import versus
@@ -28,32 +30,58 @@ from helpers.toolkit.parameters import positive_int
 from helpers.toolkit.parameters import reject_unknown_parameters
 
 NOTEBOOK = "04-scaling-out.ipynb"
-PARAMETERS = ("processes", "batch_size", "epochs", "launches", "learning_rate", "demo_records",
-              "num_threads", "accuracy_tolerance", "seed")
 
 
-class Setup(NamedTuple):
-    source: Path  # the training LMDB the records come from
+@dataclass(frozen=True)
+class Setup:
+    """The notebook's parameters as checked and resolved by :func:`set_up`, read by attribute."""
+
+    source: Path  # the training LMDB the records come from (``data_path``, or the suite's MNIST)
     train_path: Path  # its first ``records`` records (the source itself when it holds no more)
     test_path: Path
     demo_data: Path  # the first ``demo_records``: the coverage check, the crash, two "nodes"
     device: str  # where the processes run: "gpu" with enough GPUs, else "cpu"
     backend: str  # "nccl" or "gloo"
-    gpus: int
-    records: int
-    workdir: Path
+    gpus: int  # GPUs that DALI finds on this machine (recorded in the results, not a parameter)
+    records: int  # ``records`` resolved: None gives 24,000 on GPUs, 4,096 on a CPU (at most the source's)
+    workdir: Path  # build/nb04: the copies of the records and the launches' results
+    processes: int
+    batch_size: int
+    epochs: int
+    launches: int
+    learning_rate: float
+    demo_records: int
+    num_threads: int
+    accuracy_tolerance: float
+    seed: int
+    launch_timeout: int
+    results_dir: str | None  # where the results JSON goes (None: build/results); not recorded
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """What the record keeps: the resolved values, paths relative to the checkout."""
+        return {"data_path": relative(self.source), "test_path": relative(self.test_path),
+                "device": self.device, "backend": self.backend, "processes": self.processes,
+                "batch_size": self.batch_size, "epochs": self.epochs, "launches": self.launches,
+                "learning_rate": self.learning_rate, "demo_records": self.demo_records,
+                "num_threads": self.num_threads, "accuracy_tolerance": self.accuracy_tolerance,
+                "seed": self.seed, "records": self.records, "launch_timeout": self.launch_timeout}
 
 
-def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
-    """The notebook's parameters (its ``globals()``) checked, the data found and its first
+def set_up(history: Sequence[str], *, data_path: str | None, test_path: str | None, device: str,
+           processes: int, batch_size: int, epochs: int, launches: int, learning_rate: float,
+           records: int | None, demo_records: int, num_threads: int, accuracy_tolerance: float, seed: int,
+           launch_timeout: int, results_dir: str | None) -> Setup:
+    """The notebook's parameters checked (each refused by name), the data found and its first
     ``records`` copied into ``build/nb04`` (removed at the end); prints what the runs will use.
     ``history`` is IPython's ``In`` (an unknown parameter that papermill injected is refused by
     name)."""
     reject_unknown_parameters(history, NOTEBOOK)
     data = locate_data()
-    source = Path(namespace["data_path"] or data.mnist_training)
-    device, processes = resolve_device(namespace["device"]), namespace["processes"]
-    at_least(namespace, {
+    source = Path(data_path or data.mnist_training)
+    device = resolve_device(device)
+    at_least(dict(processes=processes, epochs=epochs, launches=launches, batch_size=batch_size,
+                  num_threads=num_threads, demo_records=demo_records, launch_timeout=launch_timeout), {
         "processes": (2, "the notebook compares one process with several"),
         "epochs": (2, "the first epoch of each launch is an untimed warm-up"),
         "launches": (2, "a 95% interval needs two launches of each configuration (3 or more give a "
@@ -65,7 +93,7 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
               f"machine. The runs below use {processes} CPU processes with gloo instead: the same "
               "script and checks, without GPU scaling figures.")
         device = "cpu"
-    available, records = record_count(source), namespace["records"]
+    available = record_count(source)
     if records is None:
         records = min(available, 24000 if device == "gpu" else 4096)
     elif positive_int("records", records) > available:
@@ -73,9 +101,11 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
                              f"{available:,} records: use at most {available:,}, or None")
     workdir = work_folder("nb04")  # build/nb04, emptied now
     train_path = first_records(source, workdir / "training", records) if records < available else source
-    demo = first_records(train_path, workdir / "demo", min(namespace["demo_records"], records))
-    setup = Setup(source, train_path, Path(namespace["test_path"] or data.mnist_testing), demo, device,
-                  "nccl" if device == "gpu" else "gloo", gpus, records, workdir)
+    demo = first_records(train_path, workdir / "demo", min(demo_records, records))
+    setup = Setup(source, train_path, Path(test_path or data.mnist_testing), demo, device,
+                  "nccl" if device == "gpu" else "gloo", gpus, records, workdir, processes, batch_size,
+                  epochs, launches, learning_rate, demo_records, num_threads, accuracy_tolerance, seed,
+                  launch_timeout, results_dir)
     print(f"{processes} processes on {device} ({setup.backend}), {gpus} GPU(s) visible; training on the "
           f"first {records:,} records of {relative(source)}")
     return setup
@@ -104,30 +134,28 @@ def throughput_table(runs: Mapping[str, list[dict]], configurations: Mapping[str
     return throughput, table
 
 
-def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The notebook's ``(parameters, headline, results)``, from what its lessons made (``lessons``:
-    its ``globals()``: ``setup``, ``runs``, ``throughput``, ``weak``, ``strong``, ``goals``,
-    ``accuracy``, ``checked``, ``padding``, ``failure``, ``too_many_processes``, ``two_nodes``...).
-    The goal is stated for GPUs: a run on CPU processes records its ratio with the verdict ``None``
-    (not judged), never a verdict that every page says it does not give."""
-    g, setup = lessons, lessons["setup"]
-    goals = g["goals"] if setup.device == "gpu" else {
-        name: {**goal, "verdict": None} for name, goal in g["goals"].items()}
-    strong, throughput, mean_accuracy = g["strong"], g["throughput"], g["accuracy"]["mean"]
-    headline = {"processes": g["processes"], "samples_per_s_single": throughput["single"]["geometric_mean"],
+def record(setup: Setup, *, runs: Mapping[str, list[dict]], labels: Mapping[str, str],
+           configurations: Mapping[str, tuple[int, int]], launch_order: list, throughput: Mapping[str, dict],
+           weak: Ratio, strong: Ratio, goals: Mapping[str, dict[str, Any]], accuracy: Mapping[str, Any],
+           checked: Any, padding: int, failure: Any, too_many_processes: str, two_nodes: Any) -> Record:
+    """The notebook's record, from its set-up and what its lessons made. The goal is stated for
+    GPUs: a run on CPU processes records its ratio with the verdict ``None`` (not judged), never a
+    verdict that every page says it does not give."""
+    if setup.device != "gpu":
+        goals = {name: {**goal, "verdict": None} for name, goal in goals.items()}
+    mean_accuracy = accuracy["mean"]
+    headline = {"processes": setup.processes, "samples_per_s_single": throughput["single"]["geometric_mean"],
                 "samples_per_s_multi": throughput["multi"]["geometric_mean"],
-                "speedup_weak": g["weak"].ratio, "speedup_strong": strong.ratio,
+                "speedup_weak": weak.ratio, "speedup_strong": strong.ratio,
                 "accuracy_single": mean_accuracy["single_global"], "accuracy_multi": mean_accuracy["multi"]}
-    parameters = {"data_path": relative(setup.source), "device": setup.device, "backend": setup.backend,
-                  **{name: g[name] for name in PARAMETERS}, "records": setup.records}
-    results = {"runs": g["runs"], "labels": g["labels"], "configurations": g["configurations"],
-               "launch_order": g["launch_order"], "throughput": throughput, "goals": goals,
+    results = {"runs": dict(runs), "labels": dict(labels), "configurations": dict(configurations),
+               "launch_order": launch_order, "throughput": dict(throughput), "goals": dict(goals),
                "strong_scaling": strong.as_record("launches"),
-               "accuracy": g["accuracy"], "coverage_check": g["checked"],
-               "padding_per_epoch_multi": g["padding"],
-               "failing_rank": g["failure"], "too_many_processes": g["too_many_processes"],
-               "two_nodes": g["two_nodes"], "gpus_visible": setup.gpus}
-    return parameters, headline, results
+               "accuracy": dict(accuracy), "coverage_check": checked,
+               "padding_per_epoch_multi": padding,
+               "failing_rank": failure, "too_many_processes": too_many_processes,
+               "two_nodes": two_nodes, "gpus_visible": setup.gpus}
+    return Record(setup.parameters, results, headline)
 
 
 def excerpt(path: Path, first: str, last: str) -> str:
