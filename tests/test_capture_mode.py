@@ -3,11 +3,21 @@ worded by its interval), and its record, on small fake results."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
+import statistics
+from pathlib import Path
+
 import pytest
 
+from helpers.data.data_sources import locate_data
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import NotebookResults
 from helpers.lessons import nb02_capture_mode as capture_mode
 from helpers.toolkit.benchmarking import Ratio
-from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import Record
+from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
@@ -40,15 +50,24 @@ def test_the_per_round_spread_is_the_lowest_and_highest_ratio_of_the_rounds() ->
                                             (TIE, "not distinguishable from eager mode"),
                                             (SLOWER, "slower than eager mode")])
 def test_the_comparison_and_the_advice_follow_the_interval(results: Results, words: str) -> None:
-    r = results.ratio("capture", "eager")
-    side = {"faster": r.low > 1, "not": r.low <= 1 <= r.high, "slower": r.high < 1}[words.split()[0]]
-    assert side, f"the fixture's interval {r} is not the case '{words}' is about"
-    assert f"**{words} ({r})**" in capture_mode.compared(r, results.rates("capture"), results.rates("eager"))
+    """The words follow the interval that the sentence itself prints: "faster" only above 1,
+    "slower" only below, a tie when it holds 1; the advice follows the words."""
+    sentence = capture_mode.compared(results.ratio("capture", "eager"), results.rates("capture"),
+                                     results.rates("eager"))
     answer = capture_mode.conclusion(results, machine="cpu, test", equality=SAME, placement=None)
-    assert f"**{words} ({r})**" in answer and "over 4 paired trials of 1,000 samples each" in answer
+    for text in (sentence, answer):
+        said = re.search(r"\*\*(faster than|slower than|not distinguishable from) eager mode "
+                         r"\(([\d.]+)x \[([\d.]+)-([\d.]+)\]\)\*\*", text)
+        assert said is not None, text
+        verdict, (shown, low, high) = said.group(1), map(float, said.groups()[1:])
+        assert words.startswith(verdict) and low <= shown <= high
+        assert {"faster than": low > 1, "slower than": high < 1,
+                "not distinguishable from": low <= 1 <= high}[verdict], text
+    assert "over 4 paired trials of 1,000 samples each" in answer
     advice = {"faster": "train with `next_epoch(..., capture=True)`",
               "not": "cannot tell the two modes apart", "slower": "keep the eager loop"}[words.split()[0]]
-    assert advice in answer
+    every = ("train with `next_epoch", "cannot tell the two modes", "keep the eager loop")
+    assert advice in answer and sum(a in answer for a in every) == 1
     assert "Both modes trained alike" in answer and "90.0% (eager) and 90.0% (capture)" in answer
     apart = {**SAME, "verdict": "not met", "largest_epoch_loss_gap": 0.5}
     assert "did not train alike" in capture_mode.conclusion(results, machine="cpu", equality=apart,
@@ -86,31 +105,90 @@ def test_the_plan_counts_the_samples_before_the_run() -> None:
     assert capture_mode.plan(2, 6, 47, 64).startswith("Planned: 2 ways x 5 rounds, after an untimed warm-up")
 
 
-def test_the_record_holds_every_trial_and_figures_recomputed_from_them() -> None:
+CPU = {"data_path": None, "test_path": None, "device": "cpu", "batch_size": 64, "epochs": None,
+       "placement_epochs": 6, "min_seconds": None, "num_shards": None, "learning_rate": 0.01, "seed": 0,
+       "results_dir": None}
+
+
+def set_up(**changes) -> capture_mode.Setup:
+    return capture_mode.set_up([""], **{**CPU, **changes})
+
+
+def test_the_set_up_fills_in_the_devices_defaults_and_records_no_path_of_this_machine(tmp_path: Path) -> None:
+    """On the CPU, None becomes 6 epochs, 20 shards and 1 s a trial; the data is the embedded copy's,
+    recorded relative to the checkout; ``results_dir`` (where the record goes) is not recorded;
+    a value given is kept; the set-up is read by attribute and cannot be changed."""
+    setup = set_up(results_dir=str(tmp_path))
+    data = locate_data(verbose=False)
+    assert (setup.epochs, setup.num_shards, setup.min_seconds) == (6, 20, 1.0)
+    assert (setup.device, setup.on_gpu, setup.model_device) == ("cpu", False, "cpu")
+    assert (setup.data_path, setup.test_path) == (str(data.mnist_training), str(data.mnist_testing))
+    recorded = setup.parameters
+    assert set(recorded) == {"data_path", "test_path", "device", "batch_size", "epochs", "placement_epochs",
+                             "min_seconds", "num_shards", "learning_rate", "seed"}
+    if Path(data.mnist_training).is_relative_to(REPO_ROOT):
+        assert recorded["data_path"] == Path(data.mnist_training).relative_to(REPO_ROOT).as_posix()
+    assert not any(str(REPO_ROOT) in str(v) or str(tmp_path) in str(v) for v in recorded.values()), recorded
+    given = set_up(epochs=4, num_shards=3, min_seconds=0.5, data_path=str(REPO_ROOT / "x" / "train"))
+    assert (given.epochs, given.num_shards, given.min_seconds) == (4, 3, 0.5)
+    assert given.parameters["data_path"] == "x/train"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.epochs = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        capture_mode.set_up([""], *CPU.values())  # keyword arguments only: none taken by position
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"epochs": 2}, "parameter epochs must be at least 3, not 2: the first epoch"),
+    ({"placement_epochs": 1}, "parameter placement_epochs must be at least 3, not 1"),
+    ({"batch_size": 0}, "parameter batch_size must be a positive integer, not 0"),
+    ({"num_shards": "4"}, "parameter num_shards must be a positive integer, not '4'"),
+    ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
+    ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds, 0 or more, not -1.0"),
+    ({"seed": -1}, "parameter seed must be an integer of 0 or more, not -1"),
+])
+def test_the_set_up_refuses_a_bad_value_by_name(changes: dict, message: str) -> None:
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        set_up(**changes)
+
+
+def test_the_record_holds_every_trial_and_figures_recomputed_from_them(tmp_path: Path) -> None:
+    """The record is a Record that save_results writes: the set-up's parameters, each trial's rate,
+    and each ratio worked out again here from the rates (the geometric mean of the per-round
+    ratios, its interval around it), not read back from the code that made it."""
+    setup = set_up(results_dir=str(tmp_path))
     placement = fake({"decode on the CPU": [200, 210, 190], "decode on the GPU": [220, 200, 230]})
     losses = {"eager": [1.0, 0.5], "capture": [1.0, 0.5]}
-    headline, results = capture_mode.record(
-        fed=FASTER, placement=placement, losses=losses,
+    rec = capture_mode.record(
+        setup, fed=FASTER, placement=placement, losses=losses,
         goals={"capture / eager": FASTER.ratio("capture", "eager").goal(1.6)}, equality=SAME,
-        identical=True, test_digits=1000, data_path="/nowhere", captured=["Image"], rules={},
-        batch_size_error="x")
-    r = FASTER.ratio("capture", "eager")
-    assert results["ratios"]["capture_over_eager"] == {"ratio": r.ratio, "ci95": [r.low, r.high], "trials": 4}
-    assert headline["capture_over_eager"] == r.ratio
+        identical=True, test_digits=1000, captured=["Image"], rules={}, batch_size_error="x")
+    assert isinstance(rec, Record) and rec.parameters == setup.parameters
+    results, headline = rec.results, rec.headline
+
+    def geometric_mean(a: list[float], b: list[float]) -> float:
+        return math.exp(statistics.fmean(math.log(x / y) for x, y in zip(a, b, strict=True)))
+
+    recorded = results["ratios"]["capture_over_eager"]
+    expected = geometric_mean([170, 180, 178, 168], [100, 110, 105, 98])
+    assert recorded["ratio"] == pytest.approx(expected) == headline["capture_over_eager"]
+    low, high = recorded["ci95"]
+    assert 1 < low < expected < high and recorded["trials"] == 4
+    assert results["goals"]["capture / eager"]["verdict"] == "met"  # 1.6 is below the interval's low end
     trials = results["harness"]["training"]["ways"]["capture"]["trials"]
-    assert [t["samples"] / t["seconds"] for t in trials] == pytest.approx(results["training"]["capture"]
-                                                                           ["trial_samples_per_s"])
+    assert [t["samples"] / t["seconds"] for t in trials] == pytest.approx([170, 180, 178, 168])
+    assert results["training"]["capture"]["trial_samples_per_s"] == pytest.approx([170, 180, 178, 168])
     assert results["decode_placement"]["gpu"] == pytest.approx([220, 200, 230])
-    gpu_over_cpu = ratio([220, 200, 230], [200, 210, 190])
-    assert results["ratios"]["gpu_decode_over_cpu_decode"]["ratio"] == pytest.approx(gpu_over_cpu.ratio)
-    assert results["embedded_data"] is False and results["samples_per_epoch"] == 1000
-
-
-def test_the_set_up_refuses_a_bad_value_by_name() -> None:
-    namespace = {"data_path": None, "test_path": None, "device": "cpu", "batch_size": 64, "epochs": 2,
-                 "placement_epochs": 11, "num_shards": None}
-    with pytest.raises(ParameterError, match="parameter epochs must be at least 3, not 2: the first epoch"):
-        capture_mode.set_up([""], namespace)
+    gpu_over_cpu = results["ratios"]["gpu_decode_over_cpu_decode"]
+    assert gpu_over_cpu["ratio"] == pytest.approx(geometric_mean([220, 200, 230], [200, 210, 190]))
+    assert gpu_over_cpu["ci95"][0] < 1 < gpu_over_cpu["ci95"][1]  # three noisy rounds: a tie
+    assert results["embedded_data"] is capture_mode.is_embedded(setup.data_path)
+    assert results["samples_per_epoch"] == 1000 and results["identical_batches"] is True
+    saved = NotebookResults.read(save_results("02-capture-mode", rec, setup.results_dir))
+    assert (saved.parameters, saved.headline) == (setup.parameters, headline)
+    assert saved.results["ratios"] == results["ratios"]
+    with pytest.raises(TypeError, match="takes the Record"):
+        save_results("02-capture-mode", (headline, results), setup.results_dir)  # type: ignore[arg-type]
 
 
 def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode() -> None:

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import fields
 from typing import Any
-from typing import NamedTuple
 
 from helpers.data.data_sources import locate_data
 from helpers.data.embedded_data import read_manifest
 from helpers.data.paths import relative
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.devices import skip_message
+from helpers.toolkit.devices import torch_device
+from helpers.toolkit.harness import steady_seconds
+from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import reject_unknown_parameters
 
@@ -29,31 +34,69 @@ LOSS_TOLERANCE = 1e-4  # the largest gap in an epoch's mean loss that counts as 
 WARM_UP_AND_TWO = (3, "the first epoch of each way is an untimed warm-up (it trains nothing), and a "
                       "95% interval needs two timed epochs or more")
 DEFAULTS = {"gpu": {"epochs": 9, "num_shards": 4}, "cpu": {"epochs": 6, "num_shards": 20}}
-PARAMETERS = ("data_path", "test_path", "device", "batch_size", "epochs", "placement_epochs",
-              "num_shards", "learning_rate", "seed")
 
 
-class Setup(NamedTuple):
+@dataclass(frozen=True)
+class Setup:
+    """The notebook's parameters checked and resolved for this machine (its defaults filled in, its
+    data found), read by attribute: ``setup.device``, ``setup.batch_size``."""
+
     data_path: str
     test_path: str
-    device: str
+    device: str  # "cpu" | "gpu", never "auto"
+    batch_size: int
     epochs: int
+    placement_epochs: int
+    min_seconds: float
     num_shards: int
+    learning_rate: float
+    seed: int
+    results_dir: str | None
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device == "gpu"
+
+    @property
+    def model_device(self) -> str:
+        """Where torch trains: ``"cuda"`` with the GPU, else ``"cpu"``."""
+        return torch_device(self.device)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The parameters as the record keeps them: the resolved values, paths relative to the
+        checkout, nothing of this machine (``results_dir``, where the record goes, left out)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "results_dir"}
+        return {**kept, "data_path": relative(self.data_path), "test_path": relative(self.test_path)}
 
 
-def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
-    """The notebook's parameters (its ``globals()``) checked, with the defaults of its device
-    filled in and its data found; prints what it will read and run. ``history`` is IPython's
-    ``In`` (an unknown parameter that papermill injected is refused by name)."""
+def set_up(history: Sequence[str], *, data_path: str | None, test_path: str | None, device: str,
+           batch_size: int, epochs: int | None, placement_epochs: int, min_seconds: float | None,
+           num_shards: int | None, learning_rate: float, seed: int, results_dir: str | None) -> Setup:
+    """The notebook's parameters checked, with the defaults of its device filled in and its data
+    found; prints what it will read and run. ``history`` is IPython's ``In`` (an unknown parameter
+    that papermill injected is refused by name); a bad value raises a ParameterError naming it."""
     reject_unknown_parameters(history, NOTEBOOK)
-    device = resolve_device(namespace["device"])
-    resolved = {**namespace, **{k: namespace[k] or v for k, v in DEFAULTS[device].items()}}
+    device = resolve_device(device)
+    given = {"epochs": epochs, "num_shards": num_shards}
+    resolved = {**{k: given[k] or v for k, v in DEFAULTS[device].items()}, "batch_size": batch_size,
+                "placement_epochs": placement_epochs}
     at_least(resolved, {"batch_size": 1, "num_shards": 1, "epochs": WARM_UP_AND_TWO,
                         "placement_epochs": WARM_UP_AND_TWO})
+    positive_number("learning_rate", learning_rate)
+    if min_seconds is not None and (isinstance(min_seconds, bool) or not isinstance(min_seconds, (int, float))
+                                    or not min_seconds >= 0):
+        raise ParameterError("parameter min_seconds must be a number of seconds, 0 or more, "
+                             f"not {min_seconds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError(f"parameter seed must be an integer of 0 or more, not {seed!r}")
     data = locate_data(verbose=False)
-    setup = Setup(str(namespace["data_path"] or data.mnist_training),
-                  str(namespace["test_path"] or data.mnist_testing), device, resolved["epochs"],
-                  resolved["num_shards"])
+    setup = Setup(data_path=str(data_path or data.mnist_training),
+                  test_path=str(test_path or data.mnist_testing), device=device, batch_size=batch_size,
+                  epochs=resolved["epochs"], placement_epochs=placement_epochs,
+                  min_seconds=steady_seconds(min_seconds, device == "gpu"),
+                  num_shards=resolved["num_shards"], learning_rate=learning_rate, seed=seed,
+                  results_dir=results_dir)
     print(f"training LMDB: {relative(setup.data_path)}; held-out LMDB: {relative(setup.test_path)}")
     print(f"preprocessing and training on the {device}; each epoch reads the next 1/{setup.num_shards} "
           f"of the training set; {setup.epochs - 1} rounds per mode after an untimed warm-up")
@@ -67,10 +110,11 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
     return setup
 
 
-def parameters_of(namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters as the record keeps them (paths relative to the checkout)."""
-    found = {name: namespace[name] for name in PARAMETERS}
-    return {**found, "data_path": relative(found["data_path"]), "test_path": relative(found["test_path"])}
+def positive_number(name: str, value: Any) -> float:
+    """A parameter that must be a number above 0, else a ParameterError that names it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ParameterError(f"parameter {name} must be a number above 0, not {value!r}")
+    return value
 
 
 def plan(ways: int, epochs: int, batches: int, batch_size: int) -> str:
@@ -183,13 +227,12 @@ def is_embedded(data_path: str) -> bool:
     return data.origin.startswith("embedded") and str(data.mnist_training) == str(data_path)
 
 
-def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals: Mapping[str, Any],
-           equality: Mapping[str, Any],
-           identical: bool, test_digits: int, data_path: str, captured: list[str] | None,
-           rules: Mapping[str, Any], batch_size_error: str | None) -> tuple[dict, dict]:
-    """The notebook's ``(headline, results)``, from the harness's results (``fed``: eager and
-    capture; ``placement``: CPU and GPU decoding, or None) and what the other lessons made (the
-    held-out accuracies are the equality goal's)."""
+def record(setup: Setup, *, fed: Any, placement: Any, losses: Mapping[str, list[float]],
+           goals: Mapping[str, Any], equality: Mapping[str, Any], identical: bool, test_digits: int,
+           captured: list[str] | None, rules: Mapping[str, Any], batch_size_error: str | None) -> Record:
+    """The notebook's record: ``setup``'s parameters, and the results and headline built from the
+    harness's results (``fed``: eager and capture; ``placement``: CPU and GPU decoding, or None)
+    and what the other lessons made (the held-out accuracies are the equality goal's)."""
     accuracies = equality["test_accuracy"]
     rates = {mode: fed.rates(mode) for mode in ("eager", "capture")}
     capture_over_eager = fed.ratio("capture", "eager")
@@ -214,15 +257,14 @@ def record(*, fed: Any, placement: Any, losses: Mapping[str, list[float]], goals
         "samples_per_epoch": fed.trials["eager"][0].samples // max(1, fed.trials["eager"][0].epochs),
         "identical_batches": identical,
         "largest_epoch_loss_gap": loss_gap(losses), "test_accuracies": dict(accuracies),
-        "test_digits": test_digits, "embedded_data": is_embedded(data_path), "ratios": ratios,
+        "test_digits": test_digits, "embedded_data": is_embedded(setup.data_path), "ratios": ratios,
         "goals": dict(goals),
         "equality_goal": dict(equality), "decode_placement": decode, "captured_operators": captured,
         "capture_rules_demo": dict(rules), "batch_size_change_error": batch_size_error,
         "harness": {"training": fed.as_record(),
                     "placement": placement.as_record() if placement is not None else None}}
-    return headline, results
+    return Record(setup.parameters, results, headline)
 
 
 __all__ = ["GOAL", "Setup", "compared", "conclusion", "equality_goal", "equality_line", "goal_note",
-           "loss_gap", "parameters_of", "per_round", "placement_sentence", "plan", "record", "set_up",
-           "spread"]
+           "loss_gap", "per_round", "placement_sentence", "plan", "record", "set_up", "spread"]
