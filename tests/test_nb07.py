@@ -18,6 +18,7 @@ from helpers.data.paths import REPO_ROOT
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.video_clips import Alignment
 from helpers.toolkit.video_clips import clip_span
 from helpers.toolkit.video_clips import clip_starts
 from tools import run_notebooks
@@ -97,8 +98,13 @@ def test_the_ci_run_checks_the_clips_and_frames_of_every_dali_way_first(document
                                 parameters["step"]))
     assert results["clips_checked"] == parameters["videos"] * per_video  # every clip once, by every shard
     assert set(results["alignment"]) == {"experimental.readers.Video", "decoders.video"}
-    for way, found in results["alignment"].items():  # the same frames, clearly closer than the neighbours
-        assert found["same"] * 2 <= found["neighbours"], way
+    # each way's check compared a batch of clips starting between keyframes (the notebook stops only on
+    # "misaligned"): every one "aligned", the same frames clearly closer than the neighbouring ones
+    between = clip_starts(parameters["frames"], parameters["clip_frames"], parameters["stride"],
+                          parameters["gop"] // 2 + 1)[: parameters["batch_size"]]
+    assert any(start % parameters["gop"] for start in between)
+    for way, found in results["alignment"].items():
+        assert found["clips"] == len(between) and Alignment(**found).verdict == "aligned", (way, found)
     span = clip_span(parameters["clip_frames"], parameters["stride"])
     assert results["frames_per_clip"]["dali"] == span  # GOP 16, a clip every 16 frames: on a keyframe
     assert results["frames_per_clip"]["decoders.video"] > span  # from the start of the file
@@ -176,7 +182,8 @@ def test_a_small_folder_lowers_the_default_reader_count_with_a_printed_line(
 def test_the_gpu_run_measured_nvdecs_limit_and_shares_each_way_of_it(gpu_results) -> None:
     """The probe ran where NVDEC is the bound: more legacy-reader processes than video decoders,
     until NVDEC read 97% busy (or the record says the figure is a lower bound); the goal is the
-    best DALI way's decoded frames/s over that limit, with the interval of its rate."""
+    best DALI way's decoded frames/s over that limit, with the interval of its rate, or, against a
+    lower bound, from 0 to its high end: never met."""
     from helpers.toolkit.devices import video_decoders
 
     document = gpu_results(NAME)
@@ -191,7 +198,11 @@ def test_the_gpu_run_measured_nvdecs_limit_and_shares_each_way_of_it(gpu_results
     low, high = rate_interval(rates)[1:]
     k = results["frames_per_clip"]["dali"] / probe["frames_per_s"]
     goal = results["goals"][LIMIT_GOAL]
-    assert goal["goal"] == 0.90 and goal["ci95"] == pytest.approx([low * k, high * k])
+    assert goal["goal"] == 0.90 and goal["ratio"] == pytest.approx(rate_interval(rates)[0] * k)
+    if probe["reached"]:
+        assert goal["ci95"] == pytest.approx([low * k, high * k])
+    else:
+        assert goal["ci95"] == pytest.approx([0.0, high * k]) and goal["verdict"] != "met"
 
 
 # --- the recipe: one reader per decoder, one shard and thread each, feeding a 3D model ------------------
@@ -216,21 +227,32 @@ def check_recipe(run_recipe, folder: Path, device: str, readers: int, batch: int
     """Run the recipe on ``folder`` (one clip a class); check what it trained on, and that each reader
     reads its own shard every epoch: read again through the recipe's own ``batches``, two epochs of
     each reader hold the same clips twice, and the readers' clips are disjoint and cover the folder."""
+    from torchvision.models.video import R2Plus1D_18_Weights
+
     clips = len(list(folder.iterdir()))
     sizes = [clips * (i + 1) // readers - clips * i // readers for i in range(readers)]  # DALI's shards
     # pad_last_batch: every reader's epoch has the batches of the largest shard, repeats filling the rest
     epoch = -(-max(sizes) // batch)
-    settings = dict(FOLDER=str(folder), CLASSES=clips, DEVICE=device, READERS=readers, CLIP_FRAMES=8, STEP=48,
-                    SIZE=size, BATCH=batch, STEPS=steps)
+    settings = dict(FOLDER=str(folder), CLASSES=clips, GPU=device == "gpu", READERS=readers, CLIP_FRAMES=8,
+                    STEP=48, SIZE=size, BATCH=batch, STEPS=steps)
     report = run_recipe(NOTEBOOK, settings, {
-        "losses": "[float(v) for v in losses]",
+        "loss": "float(loss)",
         "clips": "[list(clips.shape), str(clips.dtype), clips.device.type]",
+        "x": "[list(x.shape), str(x.dtype), x.device.type]",
+        "pixel": "[clips[0, 0, 0, 0].tolist(), x[0, 0, :, 0, 0].tolist()]",  # a pixel's RGB, as fed
         "labels": "labels.tolist()",
         "shards": f"[[v for _, (_, y) in zip(range({2 * epoch}), batches(i)) for v in y.tolist()] "
                   "for i in range(READERS)]",
     })
-    assert len(report["losses"]) == steps and all(math.isfinite(v) for v in report["losses"]), report
-    assert report["clips"] == [[batch, 8, size, size, 3], "torch.uint8", "cuda" if device == "gpu" else "cpu"]
+    on = "cuda" if device == "gpu" else "cpu"
+    assert math.isfinite(report["loss"]), report
+    assert report["clips"] == [[batch, 8, size, size, 3], "torch.uint8", on]
+    # normalized on the clips' device as the pretrained r2plus1d_18 expects (torchvision's own values)
+    assert report["x"] == [[batch, 8, 3, size, size], "torch.float32", on]
+    preset = R2Plus1D_18_Weights.KINETICS400_V1.transforms()
+    rgb, fed = report["pixel"]
+    expected = [(v / 255 - m) / s for v, m, s in zip(rgb, preset.mean, preset.std, strict=True)]
+    assert fed == pytest.approx(expected, abs=1e-5), (rgb, fed)
     shards = []
     for i, seen in enumerate(report["shards"]):
         first, second = seen[: epoch * batch], seen[epoch * batch:]

@@ -1,11 +1,12 @@
-"""Notebook 07's bookkeeping, kept out of its lessons: the set-up (the parameters checked, each
-None replaced by this machine's default, the videos found and checked, the reader counts and the
-batch fitted to the clips a shard holds: ``fit_to_shards``), the clips' cost, NVDEC's limit
+"""Notebook 07's bookkeeping, kept out of its lessons: the set-up (``set_up``: the parameters
+checked, each None replaced by this machine's default, the videos found and checked, the reader
+counts and the batch fitted to the clips a shard holds: ``fit_to_shards``; a frozen ``Setup`` read
+by attribute), the clips' cost, NVDEC's limit
 measured by a probe of spawned processes (``decode_limit``, GPU only), the tables and charts of
 its harness runs, sections 5 and 6 (the same best ways over other builds of
 the embedded set) run in one call each, the goals, the bad-folder demonstration, the sentences it
 generates (each comparison worded by its 95% interval, :func:`helpers.toolkit.benchmarking.versus`) and
-its record, built in one call.
+its record, built in one call (``record``: a :class:`helpers.toolkit.benchmarking.Record`).
 
 The DALI calls (the readers, ``next_epoch``, the decode and resize, the pipeline-mode definition),
 the loaders and the model stay in the notebook, where the reader sees them.
@@ -40,6 +41,7 @@ from helpers.data.video_sources import locate_videos
 from helpers.data.video_sources import native_log
 from helpers.data.video_sources import probe_video
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.devices import skip_message
@@ -92,8 +94,17 @@ POSITIVE = (
 GOALS = {"fed": 0.90, "alone": 5, "limit": 0.90, "threads": 0.95, "hevc": 0.95}
 
 
-class Settings(NamedTuple):
-    """The parameters resolved for this machine; the first 15 are what the notebook's cells use."""
+KINETICS_MEAN = (0.43216, 0.394666, 0.37645)  # torchvision's R2Plus1D_18_Weights.KINETICS400_V1
+KINETICS_STD = (0.22803, 0.22145, 0.216989)  # normalizes 0-1 values by these (VideoClassification)
+RECORDED = ("video_dir", "device", "codec", "resolution", "gop", "frames", "videos", "clip_frames", "stride",
+            "step", "clip_size", "batch_size", "readers", "reader_counts", "threads", "dataloader_workers",
+            "pyav_clips", "decoder_threads", "trials", "min_seconds", "sweep", "sweep_trials", "seed")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The parameters resolved for this machine (``set_up``), read by attribute: what the
+    notebook's cells, the folded sections, the record and the sentences use."""
 
     device: str
     on_gpu: bool
@@ -110,7 +121,6 @@ class Settings(NamedTuple):
     clip_size: int
     batch_size: int
     trials: int
-    # the rest: what the folded sections, the record and the sentences read
     stride: int
     gop: int
     threads: int
@@ -123,14 +133,22 @@ class Settings(NamedTuple):
     videos_per_class: int
     sweep: list[tuple[int, int, int]]
     sweep_trials: int
-    video_dir: str | None
-    resolution: str | None
+    video_dir: str | None  # relative to the checkout (helpers.data.paths.relative)
+    resolution: str | None  # as given: None is the device's default
+    pyav_clips: int  # clips a DataLoader trial decodes
     # straight-through decoding (a reference): runs of run_frames frames, run_readers readers,
     # run_batch runs a batch
     run_frames: int
     run_readers: int
     run_batch: int
     min_seconds: float  # a trial's least duration (helpers.toolkit.harness)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The parameters as the record keeps them, resolved (``sweep`` as its ``WIDTHxHEIGHT/GOP``
+        entries, ``videos`` the folder's count); nothing of this machine."""
+        given = {"videos": len(self.folder.videos), "sweep": [f"{w}x{h}/{g}" for w, h, g in self.sweep]}
+        return {name: given[name] if name in given else getattr(self, name) for name in RECORDED}
 
 
 def size_of(text: str, name: str) -> tuple[int, int]:
@@ -157,12 +175,47 @@ def sweep_settings(entries: Sequence[str]) -> list[tuple[int, int, int]]:
     return settings
 
 
-def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
-    """The notebook's parameters (its ``globals()``) checked, each None replaced by this machine's
-    default (the GPU's video decoders for ``readers``), the embedded set found or built (or
-    ``video_dir`` taken), and every file checked with PyAV before DALI reads one; prints what it
-    found. ``history`` is IPython's ``In`` (an unknown injected parameter is refused by name)."""
+def set_up(
+    history: Sequence[str],
+    *,
+    video_dir: str | None,
+    device: str,
+    codec: str | None,
+    resolution: str | None,
+    gop: int,
+    frames: int | None,
+    videos_per_class: int | None,
+    clip_frames: int | None,
+    stride: int,
+    step: int | None,
+    clip_size: int | None,
+    batch_size: int | None,
+    readers: int | None,
+    reader_counts: Sequence[int] | None,
+    threads: int,
+    dataloader_workers: Sequence[int] | None,
+    pyav_clips: int | None,
+    decoder_threads: int,
+    trials: int | None,
+    min_seconds: float | None,
+    sweep: Sequence[str] | None,
+    sweep_trials: int | None,
+    seed: int,
+) -> Setup:
+    """The notebook's parameters (each by name) checked, each None replaced by this machine's
+    default (the GPU's video decoders for ``readers``, a third of the clips for ``pyav_clips``),
+    the embedded set found or built (or ``video_dir`` taken), and every file checked with PyAV
+    before DALI reads one; prints what it found. ``history`` is IPython's ``In`` (an unknown
+    injected parameter is refused by name)."""
     reject_unknown_parameters(history, NOTEBOOK)
+    given = {
+        "video_dir": video_dir, "device": device, "codec": codec, "resolution": resolution, "gop": gop,
+        "frames": frames, "videos_per_class": videos_per_class, "clip_frames": clip_frames, "stride": stride,
+        "step": step, "clip_size": clip_size, "batch_size": batch_size, "readers": readers,
+        "reader_counts": reader_counts, "threads": threads, "dataloader_workers": dataloader_workers,
+        "pyav_clips": pyav_clips, "decoder_threads": decoder_threads, "trials": trials,
+        "min_seconds": min_seconds, "sweep": sweep, "sweep_trials": sweep_trials, "seed": seed,
+    }
     device = resolve_device(given["device"])
     on_gpu, cores = device == "gpu", os.cpu_count() or 1
     p = {
@@ -231,42 +284,47 @@ def set_up(history: Sequence[str], given: Mapping[str, Any]) -> Settings:
         {n for n in (1, 2, 4) if n < p["readers"]} | {p["readers"]}
     )
     run = straight_through_plan(frames_of, gop=p["gop"], readers=p["readers"], batch_size=p["batch_size"])
+    clips = next(iter(sets.values()))  # the folder's clips: a third of them a DataLoader trial by default
+    pyav_clips = p["pyav_clips"] or max(p["batch_size"], clips // 3)
     print(
         f"{p['readers']} readers at most (reader counts compared: {reader_counts}); "
         f"GPU: {sampler.name or 'none'}"
     )
-    return Settings(
-        device,
-        on_gpu,
-        0 if on_gpu else None,
-        "gpu" if on_gpu else "cpu",
-        torch_device(device),
-        sampler,
-        folder,
-        p["readers"],
-        reader_counts,
-        workers,
-        p["clip_frames"],
-        p["step"],
-        p["clip_size"],
-        p["batch_size"],
-        p["trials"],
-        p["stride"],
-        p["gop"],
-        p["threads"],
-        p["decoder_threads"],
-        p["seed"],
-        codec,
-        width if codec else None,
-        height if codec else None,
-        p["frames"],
-        p["videos_per_class"],
-        sweep,
-        p["sweep_trials"],
-        None if p["video_dir"] is None else relative(p["video_dir"]),
-        given["resolution"],
-        *run,
-        min_seconds,
+    return Setup(
+        device=device,
+        on_gpu=on_gpu,
+        device_id=0 if on_gpu else None,
+        decode_on="gpu" if on_gpu else "cpu",
+        model_device=torch_device(device),
+        sampler=sampler,
+        folder=folder,
+        readers=p["readers"],
+        reader_counts=reader_counts,
+        dataloader_workers=workers,
+        clip_frames=p["clip_frames"],
+        step=p["step"],
+        clip_size=p["clip_size"],
+        batch_size=p["batch_size"],
+        trials=p["trials"],
+        stride=p["stride"],
+        gop=p["gop"],
+        threads=p["threads"],
+        decoder_threads=p["decoder_threads"],
+        seed=p["seed"],
+        codec=codec,
+        width=width if codec else None,
+        height=height if codec else None,
+        frames=p["frames"],
+        videos_per_class=p["videos_per_class"],
+        sweep=sweep,
+        sweep_trials=p["sweep_trials"],
+        video_dir=None if p["video_dir"] is None else relative(p["video_dir"]),
+        resolution=given["resolution"],
+        pyav_clips=pyav_clips,
+        run_frames=run[0],
+        run_readers=run[1],
+        run_batch=run[2],
+        min_seconds=min_seconds,
     )
 
 
@@ -378,7 +436,7 @@ class VideoSet:
     cost: float
 
 
-def embedded_set(s: Settings, *, codec: str, width: int, height: int, gop: int, per_class: int) -> VideoSet:
+def embedded_set(s: Setup, *, codec: str, width: int, height: int, gop: int, per_class: int) -> VideoSet:
     """The embedded set at these settings (built on first use), with its clips at the notebook's
     clip rule. Its label: ``"h264, gop 64"``, or ``"480x272, gop 16"`` at another frame size."""
     found = locate_videos(
@@ -433,11 +491,17 @@ def alone_table(
     table = alone.table()
     table["frames / clip (rule)"] = [round(per_clip[w.kind], 1) for w in alone.ways]
     if probe is not None:
-        table["share of NVDEC's limit"] = [str(probe.share(alone, w.name, per_clip)) for w in alone.ways]
+        table[share_column(probe)] = [str(probe.share(alone, w.name, per_clip)) for w in alone.ways]
     table["share of straight-through"] = [
         str(decoded_share(alone, w.name, limit, per_clip)) for w in alone.ways
     ]
     return table
+
+
+def share_column(probe: DecodeLimit) -> str:
+    """The table's column of each way's share of the probe's figure: NVDEC's limit where the
+    probe reached ``busy_pct``, a lower bound of it otherwise."""
+    return "share of NVDEC's limit" if probe.reached else "share of the probe's figure (a lower bound)"
 
 
 def limit_sentence(
@@ -451,7 +515,12 @@ def limit_sentence(
     if probe is not None:
         shares = {w.name: probe.share(alone, w.name, per_clip) for w in alone.ways if w.name != limit}
         top = max(shares, key=lambda n: shares[n].ratio)
-        first = f"{probe.sentence()} The most of it: `{top}`, {shares[top]} of the limit. "
+        of_it = (
+            "of the limit"
+            if probe.reached
+            else f"of that figure, so at most {shares[top].high:.2f}x of the limit"
+        )
+        first = f"{probe.sentence()} The most of it: `{top}`, {shares[top]} {of_it}. "
     shares = {w.name: decoded_share(alone, w.name, limit, per_clip) for w in alone.ways if w.name != limit}
     above = {n: r for n, r in shares.items() if r.low > 1}
     most = max(shares, key=lambda n: shares[n].ratio)
@@ -594,6 +663,15 @@ class DecodeLimit:
         rate, low, high = results.estimate(name)
         k = per_clip[results.way(name).kind] / self.frames_per_s
         return Ratio(rate * k, low * k, high * k, len(results.rates(name)), False)
+
+    def bounded_share(self, results: Results, name: str, per_clip: Mapping[str, float]) -> Ratio:
+        """The way's share of NVDEC's limit as far as this probe tells it: ``share`` where the probe
+        reached ``busy_pct``; otherwise its figure is a lower bound of the limit, so the way's
+        share of the limit is at most ``share``'s: the same ratio, its interval from 0 to
+        ``share``'s high end. A goal on it is then inconclusive, or not met when even that high
+        end is below it, never met."""
+        share = self.share(results, name, per_clip)
+        return share if self.reached else Ratio(share.ratio, 0.0, share.high, share.trials, share.paired)
 
     def sentence(self) -> str:
         b = self.best
@@ -791,7 +869,7 @@ def legacy_reader_worker(
 
 
 def decode_limit(
-    s: Settings,
+    s: Setup,
     clips: int,
     frames_per_clip: float,
     *,
@@ -855,7 +933,7 @@ class Variants:
 
 
 def gop_and_codec(
-    s: Settings,
+    s: Setup,
     harness: Harness,
     best: Way,
     loader_at: Callable[[Path], Any],
@@ -926,7 +1004,7 @@ class Sweep:
 
 
 def frame_sizes(
-    s: Settings,
+    s: Setup,
     harness: Harness,
     dali: Way,
     pyav: Way,
@@ -959,7 +1037,7 @@ def frame_sizes(
 # --- section 8: a folder with two bad files -----------------------------------------------------
 
 
-def bad_folder(s: Settings, files: Sequence[Path]) -> tuple[str, str]:
+def bad_folder(s: Setup, files: Sequence[Path]) -> tuple[str, str]:
     """A copy of two classes with a file that is not a video and the first video cut shorter than
     a clip; what DALI's experimental reader does with it over one epoch, what FFmpeg and DALI log,
     and what ``check_video_folder`` says (printed; returned for the record)."""
@@ -1046,7 +1124,9 @@ def goals(
     probe: DecodeLimit | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The notebook's goals (set for an H200 at its defaults), each a ``Ratio.goal`` record; the
-    share of NVDEC's limit only where the probe measured it (a GPU)."""
+    share of NVDEC's limit only where the probe measured it (a GPU), judged on
+    ``DecodeLimit.bounded_share``: where the probe's figure is a lower bound of the limit, the
+    interval starts at 0 and the goal is never met."""
     found = {
         "fed: best DALI / training alone": fed.ratio(roles.best_dali, roles.ceiling).goal(GOALS["fed"]),
         "alone: best DALI / best PyAV DataLoader": alone.ratio(roles.best_dali, roles.best_pyav).goal(
@@ -1056,11 +1136,26 @@ def goals(
             roles.threads, roles.pipeline
         ).goal(GOALS["threads"]),
     }
-    if probe is not None:
-        found[LIMIT_GOAL] = probe.share(alone, roles.best_dali, per_clip).goal(GOALS["limit"])
+    if probe is not None:  # against a lower bound of the limit, never met (DecodeLimit.bounded_share)
+        found[LIMIT_GOAL] = probe.bounded_share(alone, roles.best_dali, per_clip).goal(GOALS["limit"])
     if hevc is not None:
         found["fed, HEVC: best DALI / training alone"] = hevc.goal(GOALS["hevc"])
     return found
+
+
+def limit_goal_notes(probe: DecodeLimit | None) -> list[str]:
+    """What the limit goal's line means where the probe's figure is a lower bound of NVDEC's
+    limit: one line, or none where the probe reached ``busy_pct`` or did not run."""
+    if probe is None or probe.reached:
+        return []
+    busy_words = "NVML read no NVDEC figure" if probe.best.nvdec_pct is None else (
+        f"NVDEC read {probe.best.nvdec_pct:.0f}% busy, under {probe.busy_pct:.0f}%"
+    )
+    return [
+        f"{LIMIT_GOAL}: judged against a lower bound of the limit ({busy_words}), so a share of the "
+        "limit is at most the share of the probe's figure: its interval starts at 0, and the goal "
+        "is inconclusive, or not met when even the high end is below it; never met on this run."
+    ]
 
 
 def _nvdec(results: Results, name: str) -> str:
@@ -1073,6 +1168,15 @@ def _busy_words(probe: DecodeLimit) -> str:
         return " (NVDEC not read)"
     bound = "" if probe.reached else f", under {probe.busy_pct:.0f}%: a lower bound"
     return f" at NVDEC {probe.best.nvdec_pct:.0f}% busy{bound}"
+
+
+def _share_words(probe: DecodeLimit, share: Ratio) -> str:
+    if probe.reached:
+        return f"{share} of it"
+    return (
+        f"{share} of that figure, so at most {share.high:.2f}x of the limit: the limit goal cannot be "
+        "met on this run"
+    )
 
 
 def _as_table(rate: float) -> str:
@@ -1108,7 +1212,7 @@ def answer(
             else [
                 f"- **NVDEC's limit**, measured by {probe.best.processes} processes of the legacy reader: "
                 f"{probe.frames_per_s:,.0f} frames/s{_busy_words(probe)}; the best dynamic-mode way alone "
-                f"decoded {probe.share(alone, r.best_dali, per_clip)} of it."
+                f"decoded {_share_words(probe, probe.share(alone, r.best_dali, per_clip))}."
             ]
         ),
         f"- **Against PyAV** in a DataLoader (`{r.best_pyav}`), the best dynamic-mode way alone was "
@@ -1142,34 +1246,30 @@ def answer(
     return "\n".join([*lines, f"- **What to pick** for this model on this machine: {pick_words}."])
 
 
-RECORDED = ("video_dir", "device", "codec", "resolution", "gop", "frames", "videos", "clip_frames", "stride",
-            "step", "clip_size", "batch_size", "readers", "reader_counts", "threads", "dataloader_workers",
-            "pyav_clips", "decoder_threads", "trials", "min_seconds", "sweep", "sweep_trials", "seed")
-
-
-def parameters_of(s: Settings, pyav_clips: int, videos: int) -> dict[str, Any]:
-    """The parameters as the record keeps them, resolved (``sweep`` as its ``WIDTHxHEIGHT/GOP`` entries)."""
-    given = {"videos": videos, "pyav_clips": pyav_clips, "sweep": [f"{w}x{h}/{g}" for w, h, g in s.sweep]}
-    return {name: given[name] if name in given else getattr(s, name) for name in RECORDED}
-
-
 def record(
-    s: Settings,
+    s: Setup,
     *,
     alone: Results,
     fed: Results,
     roles: Roles,
-    picks: Mapping[str, Any],
+    dynamic_pick: Any,
+    pyav_pick: Any,
     per_clip: Mapping[str, float],
     variants: Variants,
     sweep: Sweep,
     found_goals: Mapping[str, Any],
-    checks: Mapping[str, Any],
-    probe: DecodeLimit | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The notebook's ``(headline, results)``: every trial of every harness run, the picks, the
-    goals and what the checks found (``checks``: alignment, clips_checked, captured, folder_check,
-    dali_on_bad_files)."""
+    alignment: Mapping[str, Any],
+    clips_checked: int,
+    captured: str,
+    folder_check: str,
+    dali_on_bad_files: str,
+    probe: DecodeLimit | None,
+) -> Record:
+    """The notebook's record: its parameters as the set-up resolved them (``Setup.parameters``),
+    every trial of every harness run, the picks (``dynamic_pick`` and ``pyav_pick``, the harness's
+    picks among the dynamic-mode ways and the DataLoaders), the goals, what the checks found
+    (the ``alignment`` of each way, the clips the readers cut, what capture mode ``captured``,
+    the ``folder_check`` and what DALI did with the bad files) and the headline."""
     r = roles
     headline = {
         "one_reader_alone_clips_s": alone.estimate(r.one_reader)[0],
@@ -1197,17 +1297,17 @@ def record(
         "picks": {
             "best DALI": r.best_dali,
             "best DataLoader": r.best_pyav,
-            "best DALI tied with": list(picks["dali"].ties),
-            "best DataLoader tied with": list(picks["pyav"].ties),
+            "best DALI tied with": list(dynamic_pick.ties),
+            "best DataLoader tied with": list(pyav_pick.ties),
         },
         "frames_per_clip": dict(per_clip),
         "decode_limit": None if probe is None else probe.as_record(),
         "variants": {**variants.alone.as_record(), "frames_per_clip": variants.costs},
-        "alignment": {way: vars(a) for way, a in checks["alignment"].items()},
-        "clips_checked": checks["clips_checked"],
-        "captured": checks["captured"],
-        "folder_check": checks["folder_check"],
-        "dali_on_bad_files": checks["dali_on_bad_files"],
+        "alignment": {way: vars(a) for way, a in alignment.items()},
+        "clips_checked": clips_checked,
+        "captured": captured,
+        "folder_check": folder_check,
+        "dali_on_bad_files": dali_on_bad_files,
         "goals": dict(found_goals),
         "sweep": sweep.as_record(s.sweep),
         "tables": {
@@ -1217,12 +1317,14 @@ def record(
             "sweep": rows(sweep.table()),
         },
     }
-    return headline, results
+    return Record(s.parameters, results, headline)
 
 
 __all__ = [
     "DEFAULTS",
     "GOALS",
+    "KINETICS_MEAN",
+    "KINETICS_STD",
     "LIMIT_GOAL",
     "DecodeLimit",
     "ProbeError",
@@ -1237,7 +1339,7 @@ __all__ = [
     "clip_count",
     "GOAL_GOP",
     "Roles",
-    "Settings",
+    "Setup",
     "Sweep",
     "VideoSet",
     "Variants",
@@ -1253,8 +1355,9 @@ __all__ = [
     "frames_per_clip",
     "goals",
     "gop_and_codec",
+    "limit_goal_notes",
     "limit_sentence",
-    "parameters_of",
+    "share_column",
     "record",
     "scaled",
     "set_up",
@@ -1267,7 +1370,7 @@ __all__ = [
 # --- the loaders and the model that are not the lesson -------------------------------------------
 
 
-def full_size_clips(s: Settings, way: str, path: Path, starts: Sequence[int], step: int) -> list[Any]:
+def full_size_clips(s: Setup, way: str, path: Path, starts: Sequence[int], step: int) -> list[Any]:
     """The first video's clips at ``starts`` (its clips every ``step`` frames), unresized, as
     ``uint8`` arrays, by one of DALI's ways: ``"readers.Video"``, ``"experimental.readers.Video"``
     (over the folder: the first video's clips come first, unshuffled) or ``"decoders.video"`` (the
@@ -1298,7 +1401,7 @@ def full_size_clips(s: Settings, way: str, path: Path, starts: Sequence[int], st
         return list(out.torch().cpu().numpy())
 
 
-def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) -> Any:
+def pyav_loader(s: Setup, clips: Sequence[video_clips.Clip], workers: int) -> Any:
     """PyAV in ``workers`` DataLoader workers (notebook 05's DataLoader settings), decoding
     ``clips`` resized to ``clip_size``, each batch moved to the model's device."""
     from helpers.toolkit import video_clips
@@ -1319,7 +1422,7 @@ def pyav_loader(s: Settings, clips: Sequence[video_clips.Clip], workers: int) ->
     )
 
 
-def straight_through(s: Settings) -> Any:
+def straight_through(s: Setup) -> Any:
     """Straight-through decoding, a reference: ``s.run_readers`` eager readers, one shard each,
     decoding every video in runs of ``s.run_frames`` frames from a keyframe, ``s.run_batch`` runs a
     batch, nothing skipped, resized or copied (``straight_through_plan``)."""
@@ -1388,9 +1491,10 @@ class Trainer:
     """The model and its training step, one call a batch: torchvision's ``r2plus1d_18`` on a GPU
     (``weights=None``, ``channels_last_3d``, ``bfloat16`` autocast), two 3D convolutions on a CPU
     (torch given half of the cores); SGD. A loader's ``uint8`` clips ``(N, F, H, W, C)`` become
-    normalized ``float``s, channels first: the same work for every loader."""
+    ``float``s, channels first, normalized as torchvision's ``R2Plus1D_18_Weights.KINETICS400_V1``
+    normalizes (``KINETICS_MEAN``, ``KINETICS_STD``): the same work for every loader."""
 
-    def __init__(self, s: Settings, classes: int) -> None:
+    def __init__(self, s: Setup, classes: int) -> None:
         import torch
         import torchvision
 
@@ -1398,9 +1502,9 @@ class Trainer:
         if not s.on_gpu:
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))
             print(skip_message("r2plus1d_18 (a small 3D network trains in its place)"))
-        shape = (1, 3, 1, 1, 1)  # Kinetics' mean and standard deviation, in 0-255 levels
-        self.mean = torch.tensor([0.43, 0.39, 0.38], device=s.model_device).view(shape) * 255
-        self.std = torch.tensor([0.23, 0.22, 0.22], device=s.model_device).view(shape) * 255
+        shape = (1, 3, 1, 1, 1)  # Kinetics-400's mean and standard deviation, in 0-255 levels
+        self.mean = torch.tensor(KINETICS_MEAN, device=s.model_device).view(shape) * 255
+        self.std = torch.tensor(KINETICS_STD, device=s.model_device).view(shape) * 255
         torch.manual_seed(s.seed)
         if s.on_gpu:
             model = torchvision.models.video.r2plus1d_18(weights=None, num_classes=classes)
