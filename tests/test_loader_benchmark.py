@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
 import pytest
 import torch
 
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import record_count
+from helpers.data.paths import REPO_ROOT
+from helpers.data.paths import relative
+from helpers.lessons import nb03_feeding_pytorch_fast as nb03
+from helpers.lessons.nb03_feeding_pytorch_fast import Setup
 from helpers.lessons.nb03_feeding_pytorch_fast import answer
 from helpers.lessons.nb03_feeding_pytorch_fast import batch_series
 from helpers.lessons.nb03_feeding_pytorch_fast import best
@@ -17,11 +29,14 @@ from helpers.lessons.nb03_feeding_pytorch_fast import same_data
 from helpers.lessons.nb03_feeding_pytorch_fast import same_knobs
 from helpers.lessons.nb03_feeding_pytorch_fast import way
 from helpers.lessons.nb03_feeding_pytorch_fast import which_mode
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
+from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.loaders import InBackground
 from helpers.toolkit.loaders import Staged
+from helpers.toolkit.parameters import ParameterError
 
 
 def make(batch, **options):
@@ -84,13 +99,19 @@ def test_which_mode_follows_the_interval(low: float, high: float, words: str) ->
     assert which_mode(Ratio((low + high) / 2, low, high, 5, True)).startswith(words)
 
 
-def test_the_answer_and_the_record_come_from_the_rounds() -> None:
-    results = fake_results(RATES, ready={"pipeline b1024": 2})
+def rounds_and_picks() -> tuple[Results, dict, dict]:
+    """RATES's rounds with a DataLoader that ties with the other (``dataloader b256``)."""
+    results = fake_results({**RATES, "dataloader b256": [91, 93, 93]}, ready={"pipeline b1024": 2})
     picks = {"dynamic": results.pick(["capture b64", "capture b1024", "eager b64"]),
              "pipeline": results.pick(["pipeline b64", "pipeline b1024"]),
-             "dataloader": results.pick(["dataloader b64"])}
+             "dataloader": results.pick(["dataloader b64", "dataloader b256"])}
     references = {"eager": "eager b64", "capture": "capture b64", "pipeline default": "pipeline b64",
                   "same knobs": "pipeline b1024", "ceiling": "ceiling b1024"}
+    return results, picks, references
+
+
+def test_the_answer_comes_from_the_rounds() -> None:
+    results, picks, references = rounds_and_picks()
     text = answer(results, picks, references)
     same = results.ratio("capture b1024", "pipeline b1024")
     assert same == ratio(RATES["capture b1024"], RATES["pipeline b1024"])
@@ -98,16 +119,95 @@ def test_the_answer_and_the_record_come_from_the_rounds() -> None:
     assert "`capture b1024`, 313 samples/s [" in text
     assert "ahead of the other candidates by its interval" in text
     assert "pipeline mode, unless you need" in text
+
+
+CPU = {"data_path": None, "device": "cpu", "records": 256, "batch_sizes": [64, 128], "min_seconds": None,
+       "selection_trials": 2, "trials": 3, "threads": 2, "thread_counts": [1], "hw_decoder_loads": [0.0, 1.0],
+       "dataloader_workers": [1, 2], "equal_data_batches": 2, "learning_rate": 0.01, "seed": 0}
+
+
+def set_up(history=("",), **changes) -> Setup:
+    return nb03.set_up(list(history), **{**CPU, **changes})
+
+
+def test_the_set_up_resolves_the_parameters_and_copies_whole_batches_of_records(monkeypatch) -> None:
+    """An epoch is the first records cut to a whole number of the largest batch, copied to a folder
+    of their own; None takes the device's default (records, a trial's least duration, worker counts
+    from the cores); the record keeps the source relative to the checkout and nothing of this
+    machine; the set-up is read by attribute, cannot be changed and takes keywords only."""
+    setup = set_up(records=300)
+    source = locate_data(verbose=False).mnist_training
+    assert (setup.records, setup.epoch_records, setup.step_batch, setup.big) == (300, 256, 64, 128)
+    assert record_count(setup.subset) == 256 and setup.source_records == record_count(source)
+    assert (setup.device, setup.on_gpu, setup.min_seconds) == ("cpu", False, steady_seconds(None, gpu=False))
+    recorded = setup.parameters
+    assert recorded["data_path"] == relative(source) and not Path(recorded["data_path"]).is_absolute()
+    assert setup.subset not in str(recorded) and str(REPO_ROOT) not in str(recorded), recorded
+    assert (recorded["records"], recorded["epoch_records"], recorded["batch_sizes"]) == (300, 256, [64, 128])
+    assert set(recorded) == set(CPU) | {"epoch_records"}
+    assert json.loads(json.dumps(recorded)) == recorded  # as the results JSON keeps it
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.trials = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        nb03.set_up([""], *CPU.values())  # keyword arguments only
+    setup.folder.cleanup()
+    assert not Path(setup.subset).exists()
+    monkeypatch.setattr(nb03, "resolve_device", lambda device: "gpu")  # as on a machine with a GPU
+    monkeypatch.setattr(nb03.os, "cpu_count", lambda: 16)
+    on_gpu = set_up(device="auto", records=None, dataloader_workers=None, batch_sizes=[64, 1024])
+    assert (on_gpu.device, on_gpu.records, on_gpu.epoch_records) == ("gpu", 15360, 15360)
+    assert (on_gpu.min_seconds, on_gpu.workers) == (steady_seconds(None, gpu=True), (4, 8, 16))
+    on_gpu.folder.cleanup()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"batch_sizes": [64, 100]}, "every loader batch size must be a multiple of the first (64)"),
+    ({"batch_sizes": [64, 512], "records": 300}, "the largest loader batch (512) is larger than the 300"),
+    ({"records": 0}, "parameter records must be a positive integer, not 0"),
+    ({"trials": 0}, "parameter trials must be a positive integer, not 0"),
+    ({"thread_counts": []}, "parameter thread_counts must be a non-empty list of positive integers"),
+    ({"hw_decoder_loads": [0.5, 1.5]}, "parameter hw_decoder_loads must be a list of shares from 0 to 1"),
+    ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds >= 0"),
+    ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
+    ({"seed": -1}, "parameter seed must be a whole number >= 0, not -1"),
+    ({"history": ["", "trials = 5", "# Parameters\ntrails = 3"]},
+     "unknown parameter trails; did you mean trials?"),  # a name papermill injected, mistyped
+])
+def test_the_set_up_refuses_a_bad_value_by_name(changes: dict, message: str) -> None:
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        set_up(**changes)
+
+
+def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_ratios() -> None:
+    """A Record that save_results writes: the set-up's parameters; every trial of both runs (the
+    batches a loader had ready among them); each tie as its ratio's record; the headline's rates
+    are the confirmation's geometric means, its ratios the goals'; the same-data table as rows."""
+    results, picks, references = rounds_and_picks()
     goals = {name: results.ratio("capture b1024", against).goal(1.0) for name, against in {
         "best dynamic / pipeline mode default": "pipeline b64",
         "best dynamic / best DataLoader": "dataloader b64",
         "best dynamic / pipeline mode, same knobs": "pipeline b1024",
         "best dynamic / ceiling": "ceiling b1024"}.items()}
-    saved, headline = record(results, results, picks, references, goals, extra=1)
+    setup = set_up()
+    setup.folder.cleanup()
+    checks = pd.concat({"no rotation": pd.DataFrame({"bit equal": [True]}, index=["capture / eager"])})
+    knobs = fake_results({"capture b64": [1, 2, 3]})
+    rec = record(setup, knobs=knobs, confirmation=results, picks=picks, references=references, goals=goals,
+                 same_data=checks, captured_operators=["Image"], profile={"steps": 4})
+    assert isinstance(rec, Record) and rec.parameters == setup.parameters
+    saved, headline = rec.results, rec.headline
     assert headline["best_dynamic_samples_per_s"] == pytest.approx(results.estimate("capture b1024")[0])
+    assert headline["dataloader_samples_per_s"] == pytest.approx(results.estimate("dataloader b256")[0])
     assert headline["best_over_ceiling"] == goals["best dynamic / ceiling"]["ratio"]
-    assert saved["picks"]["dynamic"]["best"] == "capture b1024" and saved["extra"] == 1
+    assert saved["knobs"]["ways"].keys() == {"capture b64"} and saved["goals"] == goals
     assert saved["confirmation"]["ways"]["pipeline b1024"]["trials"][0]["skipped"] == 2
+    tie = results.ratio("dataloader b64", "dataloader b256")
+    assert saved["picks"]["dataloader"] == {"best": "dataloader b256", "ties": {"dataloader b64": {
+        "ratio": pytest.approx(tie.ratio), "ci95": pytest.approx([tie.low, tie.high]), "trials": 3}}}
+    assert saved["picks"]["dynamic"] == {"best": "capture b1024", "ties": {}}
+    assert saved["same_data"] == [{"check": "no rotation", "loaders": "capture / eager", "bit equal": True}]
+    assert (saved["captured_operators"], saved["profile"]) == (["Image"], {"steps": 4})
+    json.dumps(saved)  # what save_results writes
 
 
 def test_a_tie_is_called_a_tie() -> None:

@@ -13,15 +13,9 @@ from tools import registry
 
 NOTEBOOKS = [entry.path for entry in registry.notebooks()]
 # notebooks whose recipe is still to be written (issue #47): their test below fails when one appears
-PENDING = {"03"}
 
 
-def with_pending(paths: list[Path]) -> list:
-    pending = pytest.mark.xfail(strict=True, reason="recipe to come (#47)")
-    return [pytest.param(p, id=p.stem[:2], marks=[pending] if p.stem[:2] in PENDING else []) for p in paths]
-
-
-@pytest.mark.parametrize("notebook", with_pending(NOTEBOOKS))
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
 def test_every_notebook_ends_in_a_recipe_that_keeps_the_rules(notebook: Path) -> None:
     """One cell tagged recipe, visible, after the last measurement, at most 40 lines, importing
     only DALI, torch, torchvision, numpy and the standard library, with its settings on top."""

@@ -1,14 +1,16 @@
 """Notebook 03's comparison of loaders that feed one training loop, on the suite's harness
-(``helpers.toolkit.harness``): its checked parameters (:func:`plan`), ways named by the knob they turn
-(:func:`way`, :func:`same_knobs`), the knobs' table, the candidates the confirmation measures
-again, the check that every loader delivers the same data, the profile excerpt, and the answer
-in words (:func:`answer`), generated from the confirmation's rounds. The loaders themselves and
-the training step stay in the notebook, where the reader sees them.
+(``helpers.toolkit.harness``): its set-up (:func:`set_up`: the parameters checked and resolved, a
+frozen :class:`Setup`), ways named by the knob they turn (:func:`way`, :func:`same_knobs`), the
+knobs' table, the candidates the confirmation measures again, the check that every loader
+delivers the same data, the profile excerpt, the answer in words (:func:`answer`), generated from
+the confirmation's rounds, and the record (:func:`record`). The loaders themselves and the
+training loop stay in the notebook, where the reader sees them.
 """
 
 from __future__ import annotations
 
 import cProfile
+import os
 import pstats
 import tempfile
 from collections.abc import Callable
@@ -20,33 +22,54 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from helpers.data.data_sources import locate_data
+from helpers.data.lmdb_subset import first_records
+from helpers.data.lmdb_subset import record_count
+from helpers.data.paths import relative
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.harness import Pick
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Way
+from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.parameters import ParameterError
+from helpers.toolkit.parameters import at_least
+from helpers.toolkit.parameters import positive_ints
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 PIPELINE_KNOBS = ("decode", "threads", "hw_decoder_load")  # what pipeline mode shares with dynamic mode
 GREY_LEVEL = 1 / (0.3081 * 255)  # one grey level, after MNIST's normalization
+NOTEBOOK = "03-feeding-pytorch-fast.ipynb"
 
 
-@dataclass
-class Plan:
-    """Notebook 03's parameters, checked, and the data it reads: the first ``records`` records
-    of the LMDB copied to a folder of their own (``data_path``), a whole number of the largest
-    loader batch, so that every epoch of every loader reads each of them once."""
+@dataclass(frozen=True)
+class Setup:
+    """Notebook 03's parameters, checked and resolved (read by attribute), and the data it reads:
+    the first ``epoch_records`` records of the LMDB ``source`` copied to a folder of their own
+    (``subset``), a whole number of the largest loader batch, so that every epoch of every loader
+    reads each of them once. :attr:`parameters` is what the record keeps."""
 
     device: str
-    source: str  # the LMDB the records come from, as printed
+    source: str  # the LMDB the records come from, relative to the checkout
     source_records: int
-    records: int  # per epoch
-    data_path: str
-    batch_sizes: list[int]
-    thread_counts: list[int]
-    workers: list[int]
-    folder: Any = None  # the TemporaryDirectory that holds data_path
+    records: int  # the records asked for an epoch (resolved)
+    epoch_records: int  # the records an epoch reads: ``records`` cut to a whole number of the largest batch
+    subset: str  # the copy of an epoch's records, in ``folder``
+    batch_sizes: tuple[int, ...]
+    min_seconds: float
+    selection_trials: int
+    trials: int
+    threads: int
+    thread_counts: tuple[int, ...]
+    hw_decoder_loads: tuple[float, ...]
+    workers: tuple[int, ...]  # the DataLoader worker counts tried
+    equal_data_batches: int
+    learning_rate: float
+    seed: int
+    folder: Any = field(default=None, repr=False, compare=False)  # the TemporaryDirectory of ``subset``
 
     @property
     def on_gpu(self) -> bool:
@@ -61,30 +84,55 @@ class Plan:
     def big(self) -> int:
         return max(self.batch_sizes)
 
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """What the record keeps: every parameter as resolved, the LMDB relative to the checkout
+        (``data_path``), the records an epoch read (``epoch_records``), nothing of this machine."""
+        return {"data_path": self.source, "device": self.device, "records": self.records,
+                "epoch_records": self.epoch_records, "batch_sizes": list(self.batch_sizes),
+                "thread_counts": list(self.thread_counts), "dataloader_workers": list(self.workers),
+                "min_seconds": self.min_seconds, "selection_trials": self.selection_trials,
+                "trials": self.trials, "threads": self.threads,
+                "hw_decoder_loads": list(self.hw_decoder_loads),
+                "equal_data_batches": self.equal_data_batches, "learning_rate": self.learning_rate,
+                "seed": self.seed}
+
     def __str__(self) -> str:
-        return (f"{self.records:,} records per epoch (the first of {self.source_records:,} in "
-                f"{self.source}); device {self.device}; loader batches {self.batch_sizes}, "
-                f"optimizer steps of {self.step_batch}; DataLoader workers tried: {self.workers}")
+        return (f"{self.epoch_records:,} records per epoch (the first of {self.source_records:,} in "
+                f"{self.source}); device {self.device}; loader batches {list(self.batch_sizes)}, "
+                f"optimizer steps of {self.step_batch}; DataLoader workers tried: {list(self.workers)}")
 
 
-def plan(*, data_path: str | None, device: str, records: int | None, batch_sizes: Any,
-         thread_counts: Any, dataloader_workers: Any, counts: Mapping[str, Any]) -> Plan:
-    """Checks notebook 03's parameters (``counts``: the ones that must be at least 1) and copies
-    an epoch's records; raises a ``ParameterError`` that names a bad value and what to do."""
-    import os
+def _hw_decoder_loads(values: Any) -> tuple[float, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in values):
+        raise ParameterError(f"parameter hw_decoder_loads must be a list of shares from 0 to 1 (the "
+                             f"share of the JPEGs for the hardware decoder), not {values!r}")
+    return tuple(float(v) for v in values)
 
-    from helpers.data.data_sources import locate_data
-    from helpers.data.lmdb_subset import first_records
-    from helpers.data.lmdb_subset import record_count
-    from helpers.data.paths import relative
-    from helpers.toolkit.devices import resolve_device
-    from helpers.toolkit.parameters import at_least
-    from helpers.toolkit.parameters import positive_ints
 
+def set_up(history: Sequence[str], *, data_path: str | None, device: str, records: int | None,
+           batch_sizes: Any, min_seconds: float | None, selection_trials: int, trials: int, threads: int,
+           thread_counts: Any, hw_decoder_loads: Any, dataloader_workers: Any, equal_data_batches: int,
+           learning_rate: float, seed: int) -> Setup:
+    """Notebook 03's set-up: unknown parameters refused (``history``: IPython's ``In``), each
+    value checked (a ``ParameterError`` names a bad one and what to do), resolved for this machine
+    (device, records, worker counts, a trial's least duration), and an epoch's records copied."""
+    reject_unknown_parameters(history, NOTEBOOK)
     source = str(data_path or locate_data(verbose=False).mnist_training)
     device = resolve_device(device)
-    records = records or (15360 if device == "gpu" else 4096)
-    at_least({**counts, "records": records}, dict.fromkeys([*counts, "records"], 1))
+    records = records if records is not None else (15360 if device == "gpu" else 4096)
+    counts = dict(selection_trials=selection_trials, trials=trials, threads=threads,
+                  equal_data_batches=equal_data_batches, records=records)
+    at_least(counts, dict.fromkeys(counts, 1))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError(f"parameter seed must be a whole number >= 0, not {seed!r}")
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or learning_rate <= 0:
+        raise ParameterError(f"parameter learning_rate must be a number above 0, not {learning_rate!r}")
+    try:
+        min_seconds = steady_seconds(min_seconds, device == "gpu")
+    except ValueError as error:
+        raise ParameterError(f"parameter {error}") from None
     batch_sizes = positive_ints("batch_sizes", batch_sizes)
     cores = os.cpu_count() or 1
     workers = positive_ints("dataloader_workers", dataloader_workers
@@ -92,6 +140,8 @@ def plan(*, data_path: str | None, device: str, records: int | None, batch_sizes
     if any(b % batch_sizes[0] for b in batch_sizes):
         raise ParameterError(f"batch_sizes {batch_sizes}: every loader batch size must be a multiple "
                              f"of the first ({batch_sizes[0]}), the optimizer's batch")
+    loads = _hw_decoder_loads(hw_decoder_loads)
+    thread_counts = positive_ints("thread_counts", thread_counts)
     available = record_count(source)
     epoch = min(records, available) // max(batch_sizes) * max(batch_sizes)
     if epoch == 0:
@@ -100,8 +150,12 @@ def plan(*, data_path: str | None, device: str, records: int | None, batch_sizes
                              f"{relative(source)}): lower batch_sizes")
     folder = tempfile.TemporaryDirectory(prefix="nb03-")
     subset = str(first_records(source, Path(folder.name) / "training", epoch))
-    return Plan(device, relative(source), available, epoch, subset, batch_sizes,
-                positive_ints("thread_counts", thread_counts), workers, folder)
+    return Setup(device=device, source=relative(source), source_records=available, records=records,
+                 epoch_records=epoch, subset=subset, batch_sizes=tuple(batch_sizes), min_seconds=min_seconds,
+                 selection_trials=selection_trials, trials=trials, threads=threads,
+                 thread_counts=tuple(thread_counts), hw_decoder_loads=loads, workers=tuple(workers),
+                 equal_data_batches=equal_data_batches, learning_rate=float(learning_rate), seed=seed,
+                 folder=folder)
 
 
 @dataclass(frozen=True)
@@ -288,11 +342,14 @@ HEADLINE_GOALS = {"best_over_pipeline": "best dynamic / pipeline mode default",
                   "best_over_ceiling": "best dynamic / ceiling"}
 
 
-def record(knobs: Results, confirmation: Results, picks: Mapping[str, Pick], references: Mapping[str, str],
-           goals: Mapping[str, dict[str, Any]], **more: Any) -> tuple[dict[str, Any], dict[str, float]]:
-    """What notebook 03 saves: ``(results, headline)``. ``results`` holds every trial of both runs,
-    the picks (with their ties), the reference ways, the goals and ``more``; ``headline`` the
-    confirmation's rates (geometric means) and the goals' ratios."""
+def record(setup: Setup, *, knobs: Results, confirmation: Results, picks: Mapping[str, Pick],
+           references: Mapping[str, str], goals: Mapping[str, dict[str, Any]], same_data: Any,
+           captured_operators: Sequence[str], profile: Mapping[str, Any]) -> Record:
+    """What notebook 03 saves: the set-up's parameters; every trial of both runs (the knobs'
+    and the confirmation's), the picks with their ties, the reference ways, the goals, the
+    same-data checks (``same_data``: :func:`same_data`'s tables, concatenated with the check as the
+    outer index), the operators the lesson's capture loop captured and the profile; and the
+    headline: the confirmation's rates (geometric means) and the goals' ratios."""
     def rate(name: str) -> float:
         return confirmation.estimate(name)[0]
 
@@ -304,12 +361,13 @@ def record(knobs: Results, confirmation: Results, picks: Mapping[str, Pick], ref
                 "best_dynamic_samples_per_s": rate(picks["dynamic"].best),
                 "best_pipeline_samples_per_s": rate(picks["pipeline"].best),
                 **{key: goals[goal]["ratio"] for key, goal in HEADLINE_GOALS.items()}}
+    checks = same_data.reset_index(names=["check", "loaders"]).to_dict(orient="records")
     results = {"knobs": knobs.as_record(), "confirmation": confirmation.as_record(),
-               "picks": {kind: {"best": p.best, "ties": {n: {"ratio": r.ratio, "ci95": [r.low, r.high]}
-                                                         for n, r in p.ties.items()}}
+               "picks": {kind: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
                          for kind, p in picks.items()},
-               "references": dict(references), "goals": dict(goals), **more}
-    return results, headline
+               "references": dict(references), "goals": dict(goals), "same_data": checks,
+               "captured_operators": list(captured_operators), "profile": dict(profile)}
+    return Record(setup.parameters, results, headline)
 
 
 def _short(function: tuple[str, int, str]) -> str:
