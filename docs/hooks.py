@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import posixpath
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from mkdocs.structure.files import Files
 try:
     from tools.bottleneck_table import render_bottleneck_table
     from tools.docs_alt import with_alt_texts
+    from tools.docs_checks import AWAITING_RERUN
     from tools.docs_checks import awaits_its_first_run
     from tools.docs_checks import figure_count
     from tools.docs_checks import figures_shown
@@ -54,6 +56,7 @@ try:
     from tools.docs_links import rewrite_links
     from tools.docs_nav import notebook_nav
     from tools.docs_notes import AWAITING_NOTE
+    from tools.docs_notes import RERUN_NOTE
     from tools.docs_notes import download_note
     from tools.docs_reader_view import reader_view
     from tools.docs_toc import headings_of
@@ -129,7 +132,9 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     repair_toc(page.toc, headings_of(html))
     notebook = json.loads(Path(page.file.abs_src_path).read_text(encoding="utf-8"))
     awaiting = awaits_its_first_run(notebook)
-    for problem in [] if awaiting else notebook_problems(notebook):
+    stem = posixpath.basename(source).removesuffix(".ipynb")
+    rerun = AWAITING_RERUN.get(stem)
+    for problem in [] if awaiting else notebook_problems(notebook, awaiting_rerun=rerun is not None):
         log.warning("%s: %s", source, problem)
     shown = figures_shown(html)
     if shown < figure_count(notebook):
@@ -139,5 +144,6 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     for problem in [] if awaiting else problems:
         log.warning("%s: %s", source, problem)
     name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
-    note = download_note(name) + (AWAITING_NOTE if awaiting else "")
+    note = (download_note(name) + (AWAITING_NOTE if awaiting else "")
+            + (RERUN_NOTE.format(html_escape(rerun)) if rerun and not awaiting else ""))
     return note + reader_view(rewrite_links(html, source, page.file, files, log), notebook)

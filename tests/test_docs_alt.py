@@ -14,11 +14,8 @@ from helpers.toolkit import display
 from helpers.toolkit import plots
 from tools.docs_alt import alt_texts
 from tools.docs_alt import with_alt_texts
+from tools.docs_checks import AWAITING_RERUN
 from tools.registry import notebook_paths
-
-# not re-run since the charts and grids write alt texts: their figures hold nbconvert's placeholder
-NOT_YET = {"01-getting-started", "02-capture-mode", "03-feeding-pytorch-fast", "04-scaling-out",
-           "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips"}
 
 
 def _png(mime_data: str = "iVBORw0KGgo=") -> str:
@@ -69,7 +66,7 @@ def test_the_page_gets_each_outputs_alt_text_in_order() -> None:
 
 
 @pytest.mark.parametrize("notebook", [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(
-    strict=True, reason="its committed outputs predate the alt texts: re-run it")) if p.stem in NOT_YET
+    strict=True, reason="its committed outputs predate the alt texts: re-run it")) if p.stem in AWAITING_RERUN
     else pytest.param(p, id=p.stem) for p in notebook_paths()])
 def test_every_committed_figure_has_an_alt_text(notebook) -> None:
     texts = alt_texts(json.loads(notebook.read_text()))

@@ -49,6 +49,7 @@ from helpers.data.paths import REPO_ROOT as ROOT
 from helpers.toolkit.display import LABEL_PX
 from helpers.toolkit.parameters import INJECTED_TAG
 from helpers.toolkit.plots import SMALLEST_TEXT_PX
+from tools.docs_checks import AWAITING_RERUN
 from tools.docs_checks import awaits_its_first_run
 from tools.docs_checks import figure_count
 from tools.docs_nav import notebook_nav
@@ -292,6 +293,9 @@ def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_u
             html = urllib.request.urlopen(base_url + page_path, timeout=10).read().decode()
             assert "notebook-awaits-run" in html, f"{page_path}: no note that it awaits its first run"
             return
+        if notebook.stem in AWAITING_RERUN:  # its outputs are an earlier run's: the page says so
+            html = urllib.request.urlopen(base_url + page_path, timeout=10).read().decode()
+            assert "notebook-awaits-rerun" in html, f"{page_path}: no note that it awaits a re-run"
         figures = _figures(notebook)
         assert figures > 0 and len(images) >= figures, \
             f"{page_path}: {len(images)} images shown, the notebook has {figures}"

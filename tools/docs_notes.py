@@ -7,6 +7,10 @@ from __future__ import annotations
 # A new notebook is committed before its first GPU run (the runner's executed notebook follows):
 # its page says so. tests/test_committed_notebooks.py names each such notebook
 # (AWAITS_ITS_FIRST_GPU_RUN), so that none stays unexecuted unnoticed.
+RERUN_NOTE = ('<p class="notebook-awaits-rerun"><strong>Awaiting a re-run.</strong> This notebook\'s '
+              "code changed after the run whose outputs this page shows ({}); cells added since have no "
+              "outputs. The next run on the GPU machine replaces this page. Run it yourself with "
+              "<code>make lab</code>.</p>\n")
 AWAITING_NOTE = ('<p class="notebook-awaits-run"><strong>Not run yet.</strong> This notebook is shown '
                  "without outputs: they come with its first run on the GPU machine, which replaces "
                  "this page. Run it yourself with <code>make lab</code>.</p>\n")
