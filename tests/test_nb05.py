@@ -80,8 +80,16 @@ def check_trials(document: NotebookResults) -> None:
     roles, knobs = results["roles"], results["knobs"]
     assert set(roles) == ROLES and set(fed) == set(parameters["models"])
     assert all(len(selection.rates(w.name)) == parameters["selection_trials"] for w in selection.ways)
-    assert {knobs[w.name]["workers"] for w in selection.ways if w.kind == "DataLoader"} == \
-        set(parameters["dataloader_workers"])
+    # each knob alone: every worker count; DALI's thread counts at its default hw_decoder_load and,
+    # on a GPU only, each hw_decoder_load at `threads`: the same knobs for pipeline mode and capture
+    assert sorted(knobs[w.name]["workers"] for w in selection.ways if w.kind == "DataLoader") == \
+        sorted(set(parameters["dataloader_workers"]))
+    loads = parameters["hw_decoder_loads"] if parameters["device"] == "gpu" else []
+    expected = {(t, 0.65) for t in [parameters["threads"], *parameters["thread_counts"]]} | \
+        {(parameters["threads"], load) for load in loads}
+    for kind in ("pipeline", "capture"):
+        assert {(knobs[w.name]["threads"], knobs[w.name]["hw_decoder_load"])
+                for w in selection.ways if w.kind == kind} == expected, kind
     for kind, role in (("DataLoader", "best DataLoader"), ("pipeline", "best pipeline mode"),
                        ("capture", "best dynamic mode")):
         pick = selection.pick([w.name for w in selection.ways if w.kind == kind])
@@ -136,8 +144,9 @@ def check_goals(document: NotebookResults) -> None:
 
 
 def check_fully_captured(document: NotebookResults) -> None:
-    """Every capture loop's guard saw the whole preprocessing captured (the validation loop's has
-    no random operators), and the batches each DALI loader had ready before a trial's timer were
+    """Every capture loop's guard (the harness's capture ways' and, in newer records, section 3's
+    whole loop's) saw the whole preprocessing captured (the validation loop's has no random
+    operators), and the batches each DALI loader had ready before a trial's timer were
     handed over untimed: two for pipeline mode (its prefetch queue), one for a capture loop, none
     for eager mode, a DataLoader and training alone."""
     results = document.results
@@ -163,6 +172,7 @@ def test_goals_recomputed_from_the_trials(document) -> None:
 
 @pytest.mark.notebook
 def test_every_capture_loop_captured_the_whole_preprocessing(document) -> None:
+    assert "the whole loop" in document.results["captured"]  # section 3's loop, the model's step in it
     check_fully_captured(document)
 
 
@@ -201,13 +211,17 @@ def test_a_truncated_jpeg_is_named(document) -> None:
 def test_an_imagenet_style_folder_of_your_own_is_checked_and_read(capsys: pytest.CaptureFixture[str]) -> None:
     """``image_dir`` with train/ and val/ of class subfolders: the set-up checks the headers of
     every file and reads train/ and val/ from it. The lessons after the set-up read only
-    ``train_dir``, ``val_dir`` and ``classes``, which the CI-scale run exercises on this photo set
-    (``ci_run``), so the set-up runs here alone, in this process (``notebook_setup.run_setup``)."""
+    ``setup.train_dir``, ``setup.val_dir`` and ``setup.classes``, which the CI-scale run exercises
+    on this photo set (``ci_run``), so the set-up runs here alone, in this process
+    (``notebook_setup.run_setup``)."""
     photos = locate_photos(128, verbose=False)
     namespace = run_setup(NOTEBOOK, {"image_dir": str(photos.root), "device": "cpu", "batch_size": 16})
     assert "checked the headers of 128 files" in capsys.readouterr().out
-    assert (namespace["train_dir"], namespace["val_dir"]) == (photos.train, photos.val)
-    assert namespace["classes"] == sorted(p.name for p in photos.train.iterdir() if p.is_dir())
+    setup = namespace["setup"]
+    assert (setup.train_dir, setup.val_dir) == (photos.train, photos.val)
+    assert list(setup.classes) == sorted(p.name for p in photos.train.iterdir() if p.is_dir())
+    assert (setup.batch_size, namespace["batch_size"]) == (16, 16)
+    assert setup.parameters["image_dir"] == "data/photos-128"  # relative: nothing of this machine
     assert "train_images" not in namespace  # the opening lesson is no set-up: it is left out
 
 

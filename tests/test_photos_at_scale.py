@@ -1,24 +1,37 @@
-"""helpers.lessons.nb05_photos_at_scale: notebook 05's goals, record and generated answer on small
-fake runs of the harness; its agreement check and its truncated copy on real photos."""
+"""helpers.lessons.nb05_photos_at_scale: notebook 05's set-up (its parameters resolved and
+checked), its goals, record and generated answer on small fake runs of the harness; its agreement
+check and its truncated copy on real photos."""
 
 from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from helpers.data.data_sources import locate_photos
+from helpers.data.paths import REPO_ROOT
+from helpers.data.results_file import NotebookResults
 from helpers.lessons.nb05_photos_at_scale import CPU_GOAL
+from helpers.lessons.nb05_photos_at_scale import Setup
 from helpers.lessons.nb05_photos_at_scale import TruncatedCopy
 from helpers.lessons.nb05_photos_at_scale import agreement
 from helpers.lessons.nb05_photos_at_scale import answer
 from helpers.lessons.nb05_photos_at_scale import goals
 from helpers.lessons.nb05_photos_at_scale import planned
 from helpers.lessons.nb05_photos_at_scale import record
+from helpers.lessons.nb05_photos_at_scale import set_up
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
+from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
+from helpers.toolkit.parameters import ParameterError
 
 ROLES = {"best DataLoader": "DataLoader, workers 2", "best pipeline mode": "pipeline, threads 4",
          "pipeline mode, same knobs": "pipeline, threads 4", "best dynamic mode": "capture, threads 4",
@@ -60,18 +73,87 @@ def test_goals_follow_the_harness_ratios() -> None:
     assert found[CPU_GOAL]["ratio"] == pytest.approx(12.5, rel=0.01) and found[CPU_GOAL]["verdict"] == "met"
 
 
-def test_the_record_holds_every_run_and_the_headline_its_goals() -> None:
+# the parameters cell's defaults, as the notebook passes them to set_up (on a CPU: its CI scale)
+DEFAULTS = dict(image_dir=None, device="cpu", photos=128, image_size=None, batch_size=None, models=None,
+                threads=4, thread_counts=[8], hw_decoder_loads=[1.0], dataloader_workers=None,
+                selection_trials=2, trials=3, most_trials=None, precision=0.02, min_seconds=None, seed=0)
+
+
+def test_the_set_up_resolves_each_none_for_the_machine_into_a_frozen_setup(capsys) -> None:
+    setup = set_up([""], **DEFAULTS)
+    photos = locate_photos(128, verbose=False)
+    cores = os.cpu_count() or 1
+    assert (setup.device, setup.on_gpu, setup.model_device) == ("cpu", False, "cpu")
+    assert (setup.image_size, setup.batch_size, setup.models) == (64, 32, ("resnet18",))
+    assert setup.most_trials == 3 and setup.min_seconds == 1.0  # a CPU's: trials, and 1 s
+    assert setup.dataloader_workers == tuple(sorted({max(1, cores // 4), max(1, cores // 2), cores}))
+    assert (setup.train_dir, setup.val_dir, list(setup.classes)) == (photos.train, photos.val, photos.classes)
+    assert "device cpu: 7 classes, crops of 64x64, batches of 32" in capsys.readouterr().out
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.batch_size = 8  # type: ignore[misc]
+    # what the record keeps: the values as resolved, lists, nothing of this machine
+    assert setup.parameters == {
+        "device": "cpu", "photos": 128, "image_size": 64, "batch_size": 32, "models": ["resnet18"],
+        "min_seconds": 1.0, "threads": 4, "thread_counts": [8], "hw_decoder_loads": [1.0],
+        "dataloader_workers": list(setup.dataloader_workers), "selection_trials": 2, "trials": 3,
+        "most_trials": 3, "precision": 0.02, "seed": 0, "image_dir": None}
+    mine = set_up([""], **DEFAULTS | {"image_dir": str(photos.root), "most_trials": 2, "trials": 3})
+    assert mine.parameters["image_dir"] == "data/photos-128" and mine.most_trials == 3  # at least trials
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"models": ["resnet34"]}, "models: 'resnet34' is not one this notebook trains"),
+    ({"precision": 2}, "precision: a fraction between 0 and 1"),
+    ({"hw_decoder_loads": [0.5, 1.5]}, "hw_decoder_loads: each a share of the JPEGs from 0 to 1, not 1.5"),
+    ({"trials": 1}, "parameter trials must be at least 2"),
+    ({"threads": 0}, "parameter threads must be a positive integer"),
+    ({"thread_counts": []}, "parameter thread_counts must be a non-empty list"),
+    ({"dataloader_workers": [2, 0]}, "parameter dataloader_workers[1] must be a positive integer"),
+])
+def test_a_bad_parameter_is_refused_by_its_name(given: dict, message: str) -> None:
+    with pytest.raises(ParameterError) as raised:
+        set_up([""], **DEFAULTS | given)
+    assert message in str(raised.value)
+
+
+def test_the_set_up_refuses_a_parameter_the_notebook_does_not_declare() -> None:
+    history = ["", "photos = None\nbatch_size = None", "# Parameters\nbatchsize = 32"]  # IPython's In
+    with pytest.raises(ParameterError, match="unknown parameter batchsize; did you mean batch_size?"):
+        set_up(history, **DEFAULTS)
+
+
+SETUP = Setup(image_dir=str(REPO_ROOT / "data" / "mine"), device="cpu", photos=128, image_size=32,
+              batch_size=32, models=("resnet18",), threads=4, thread_counts=(8,), hw_decoder_loads=(1.0,),
+              dataloader_workers=(1, 2), selection_trials=2, trials=4, most_trials=4, precision=0.02,
+              min_seconds=1.0, seed=0, train_dir=Path("train"), val_dir=Path("val"), classes=("a", "b"),
+              cores=2)
+
+
+def test_the_record_holds_every_run_and_the_headline_its_goals(tmp_path: Path) -> None:
     selection = fake({"capture, threads 4": [1, 2]})
     pick = ALONE.pick(["pipeline, threads 4", "capture, threads 4"])
-    results, headline = record(selection, ALONE, FED, ROLES, {"capture": pick}, {"capture, threads 4": {}},
-                               agreement={"rows": {}}, corrupt_file=None)
-    assert set(results["fed"]) == {"resnet18"} and results["agreement"] == {"rows": {}}
+    images, labels = torch.rand(4, 3, 8, 8), torch.tensor([0, 1, 2, 3])
+    agree = agreement((images, labels), (images, labels), (images, labels), std=(50.0, 50.0, 50.0))
+    corrupt = TruncatedCopy(tmp_path, tmp_path / "a" / "x.jpg")
+    guard = SimpleNamespace(captured=["ImageRandomCrop", "Resize"])
+    rec = record(SETUP, selection=selection, alone=ALONE, fed=FED, roles=ROLES, picks={"capture": pick},
+                 knobs={"capture, threads 4": {"threads": 4}}, epoch_images=128, agreement=agree,
+                 corrupt_file=corrupt, captured={"the whole loop": guard})
+    assert isinstance(rec, Record)
+    assert rec.parameters == SETUP.parameters | {"epoch_images": 128}
+    assert rec.parameters["image_dir"] == "data/mine"
+    results, headline = rec.results, rec.headline
+    assert set(results["fed"]) == {"resnet18"} and results["agreement"]["labels_agree"] is True
+    assert results["corrupt_file"] == {"named": False, "message": None, "dali_says": {}}
+    assert results["captured"] == {"the whole loop": ["ImageRandomCrop", "Resize"]}
     assert results["picks"]["capture"]["best"] == pick.best and set(results["picks"]["capture"]["ties"]) == \
         set(pick.ties)
     assert headline["resnet18_dynamic_over_dataloader"] == results["goals"][
         "ResNet-18: best dynamic / best DataLoader"]["ratio"]
     assert headline["capture_alone_img_s"] == pytest.approx(ALONE.estimate("capture, threads 4")[0])
     assert "resnet50_dynamic_over_ceiling" not in headline  # ResNet-50 did not run
+    saved = NotebookResults.read(save_results("05-photos-at-scale", rec, tmp_path))  # JSON, read back
+    assert saved.parameters == rec.parameters and saved.headline == pytest.approx(headline)
 
 
 def test_the_answer_words_every_comparison_by_its_interval_and_calls_ties_ties() -> None:

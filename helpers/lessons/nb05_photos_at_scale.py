@@ -1,4 +1,5 @@
-"""Notebook 05's own helpers: its parameters resolved for this machine, the check that three
+"""Notebook 05's own helpers: its set-up (the parameters resolved for this machine, a frozen
+:class:`Setup`), the check that three
 loaders deliver the same labels, channels and normalization, a copy of the photos with one JPEG
 cut short, the planned work, the goals and the record, and the sentences of its answer, each
 generated from the harness's results (``helpers.toolkit.harness.Results``) and worded by its interval
@@ -20,7 +21,6 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any
-from typing import NamedTuple
 
 from helpers.data.data_sources import DataSourceError
 from helpers.data.data_sources import check_decodable
@@ -28,15 +28,19 @@ from helpers.data.data_sources import check_image_folder
 from helpers.data.data_sources import locate_photos
 from helpers.data.paths import relative
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.benchmarking import versus
+from helpers.toolkit.capture_guard import CaptureGuard
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.devices import torch_device
+from helpers.toolkit.harness import Pick
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import positive_ints
+from helpers.toolkit.parameters import reject_unknown_parameters
 
 # The goals, stated for an NVIDIA H200: (model or None, numerator role, denominator role, target).
 # tools/findings.py reads the ResNet-50 ones and the CPU-time one by these names. The DataLoader
@@ -58,64 +62,102 @@ CPU_TARGET = 3.0
 SHORT = {"resnet50": "ResNet-50", "resnet18": "ResNet-18"}
 
 
-class Settings(NamedTuple):
-    """The resolved parameters, in the order the notebook's set-up unpacks them."""
+NOTEBOOK = "05-photos-at-scale.ipynb"
 
-    device: str
-    on_gpu: bool
-    decode: str  # where DALI decodes: "gpu" or "cpu"
-    cores: int
-    model_device: str
+
+@dataclass(frozen=True)
+class Setup:
+    """The notebook's parameters as :func:`set_up` resolved them for this machine (every ``None``
+    replaced, each checked), and the photos found; read by attribute (``setup.batch_size``)."""
+
+    image_dir: str | None  # as given: your folder, or None for the embedded set
+    device: str  # "gpu" or "cpu": where DALI decodes and the model trains
     photos: int
     image_size: int
     batch_size: int
-    models: list[str]
-    min_seconds: float  # a trial's least duration (helpers.toolkit.harness)
+    models: tuple[str, ...]
+    threads: int
+    thread_counts: tuple[int, ...]
+    hw_decoder_loads: tuple[float, ...]
+    dataloader_workers: tuple[int, ...]
+    selection_trials: int
+    trials: int
     most_trials: int
-    dataloader_workers: list[int]
-    thread_counts: list[int]
+    precision: float
+    min_seconds: float  # a trial's least duration (helpers.toolkit.harness)
+    seed: int
     train_dir: Path
     val_dir: Path
-    classes: list[str]
+    classes: tuple[str, ...]
+    cores: int
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device == "gpu"
+
+    @property
+    def model_device(self) -> str:  # torch's name: "cuda" or "cpu"
+        return torch_device(self.device)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """What the record keeps: the parameters as resolved, ``image_dir`` relative to the
+        checkout or the home folder (``helpers.data.paths.relative``), nothing of this machine."""
+        return {"device": self.device, "photos": self.photos, "image_size": self.image_size,
+                "batch_size": self.batch_size, "models": list(self.models), "min_seconds": self.min_seconds,
+                "threads": self.threads, "thread_counts": list(self.thread_counts),
+                "hw_decoder_loads": list(self.hw_decoder_loads),
+                "dataloader_workers": list(self.dataloader_workers),
+                "selection_trials": self.selection_trials, "trials": self.trials,
+                "most_trials": self.most_trials, "precision": self.precision, "seed": self.seed,
+                "image_dir": self.image_dir and relative(str(self.image_dir))}
 
 
-def resolve_parameters(given: Mapping[str, Any]) -> Settings:
-    """The notebook's parameters (its ``globals()``) with every ``None`` replaced by this machine's
-    default (the first value of the parameters cell's comments on a GPU, the second on a CPU),
-    each checked (a ParameterError names the first bad one), and the photos found: the embedded
-    set, built on first use, or ``image_dir`` (its files' headers checked, the rate printed).
-    Returns them in the order of :class:`Settings`."""
-    device = resolve_device(given["device"])
+def set_up(history: Sequence[str], *, image_dir: Any, device: str, photos: int | None, image_size: int | None,
+           batch_size: int | None, models: Sequence[str] | None, threads: int, thread_counts: Sequence[int],
+           hw_decoder_loads: Sequence[float], dataloader_workers: Sequence[int] | None, selection_trials: int,
+           trials: int, most_trials: int | None, precision: float, min_seconds: float | None,
+           seed: int) -> Setup:
+    """The notebook's set-up: no unknown parameter under papermill (``history``: IPython's ``In``),
+    every ``None`` replaced by this machine's default (the first value of the parameters cell's
+    comments on a GPU, the second on a CPU), each value checked (a ParameterError names the first
+    bad one), and the photos found: the embedded set, built on first use, or ``image_dir`` (its
+    files' headers checked, the rate printed)."""
+    reject_unknown_parameters(history, NOTEBOOK)
+    device = resolve_device(device)
     on_gpu = device == "gpu"
     cores = os.cpu_count() or 1
-    p = {name: given[name] for name in ("photos", "image_size", "batch_size", "threads", "selection_trials",
-                                        "trials", "most_trials")}
-    for name, gpu, cpu in (("photos", 4096, 128), ("image_size", 224, 64), ("batch_size", 256, 32)):
-        p[name] = p[name] or (gpu if on_gpu else cpu)
-    p["most_trials"] = p["most_trials"] or (7 if on_gpu else p["trials"])
+    p = {"photos": photos or (4096 if on_gpu else 128), "image_size": image_size or (224 if on_gpu else 64),
+         "batch_size": batch_size or (256 if on_gpu else 32), "threads": threads,
+         "selection_trials": selection_trials, "trials": trials,
+         "most_trials": most_trials or (7 if on_gpu else trials)}
     try:
-        min_seconds = steady_seconds(given["min_seconds"], on_gpu)
+        min_seconds = steady_seconds(min_seconds, on_gpu)
     except ValueError as error:
         raise ParameterError(str(error)) from None
     at_least(p, dict.fromkeys(p, 1) | {"trials": (2, "a 95% interval needs two rounds")})
-    p["most_trials"] = max(p["trials"], p["most_trials"])
-    models = given["models"] or (["resnet50", "resnet18"] if on_gpu else ["resnet18"])
+    models = list(models or (["resnet50", "resnet18"] if on_gpu else ["resnet18"]))
     for name in models:
         if name not in SHORT:
             raise ParameterError(f"models: {name!r} is not one this notebook trains; try resnet18 or "
                                  "resnet50")
-    if not 0 < given["precision"] < 1:
-        raise ParameterError("precision: a fraction between 0 and 1 (0.02 for +-2%), not "
-                             f"{given['precision']!r}")
-    workers = positive_ints("dataloader_workers", given["dataloader_workers"]
+    if not 0 < precision < 1:
+        raise ParameterError(f"precision: a fraction between 0 and 1 (0.02 for +-2%), not {precision!r}")
+    for load in hw_decoder_loads:
+        if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 <= load <= 1:
+            raise ParameterError(f"hw_decoder_loads: each a share of the JPEGs from 0 to 1, not {load!r}")
+    workers = positive_ints("dataloader_workers", dataloader_workers
                             or sorted({max(1, cores // 4), max(1, cores // 2), cores}))
-    threads = positive_ints("thread_counts", given["thread_counts"])
-    train, val, classes = _folders(given["image_dir"], p["photos"], p["batch_size"], p["image_size"], on_gpu)
+    counts = positive_ints("thread_counts", thread_counts)
+    train, val, classes = _folders(image_dir, p["photos"], p["batch_size"], p["image_size"], on_gpu)
     print(f"device {device}: {len(classes)} classes, crops of {p['image_size']}x{p['image_size']}, "
           f"batches of {p['batch_size']}; models {', '.join(SHORT[m] for m in models)}")
-    return Settings(device, on_gpu, device, cores, torch_device(device), p["photos"], p["image_size"],
-                    p["batch_size"], models, min_seconds, p["most_trials"], workers, threads, train,
-                    val, classes)
+    return Setup(image_dir=image_dir, device=device, photos=p["photos"], image_size=p["image_size"],
+                 batch_size=p["batch_size"], models=tuple(models), threads=threads,
+                 thread_counts=tuple(counts), hw_decoder_loads=tuple(hw_decoder_loads),
+                 dataloader_workers=tuple(workers), selection_trials=selection_trials, trials=trials,
+                 most_trials=max(trials, p["most_trials"]), precision=precision, min_seconds=min_seconds,
+                 seed=seed, train_dir=train, val_dir=val, classes=tuple(classes), cores=cores)
 
 
 def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
@@ -142,18 +184,6 @@ def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
     if val != train:
         check_image_folder(val, decode_up_to=0)
     return train, val, folder.classes
-
-
-RECORDED = ("device", "photos", "epoch_images", "image_size", "batch_size", "models", "min_seconds",
-            "threads", "thread_counts", "hw_decoder_loads", "dataloader_workers",
-            "selection_trials", "trials", "most_trials", "precision", "seed")
-
-
-def recorded_parameters(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters the record keeps, as resolved (the notebook's ``globals()``); ``image_dir``
-    relative to the checkout or the home folder (``helpers.data.paths.relative``)."""
-    image_dir = given["image_dir"]
-    return {name: given[name] for name in RECORDED} | {"image_dir": image_dir and relative(str(image_dir))}
 
 
 def planned(ways: int, selection_trials: int, trials: int, most_trials: int, alone_ways: int,
@@ -345,21 +375,25 @@ def reported(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str
     return found
 
 
-def record(selection: Results, alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
-           picks: Mapping[str, Any], knobs: Mapping[str, Any], *, captured: Mapping[str, Any] | None = None,
-           **checks: Any) -> tuple[dict, dict]:
-    """The notebook's results (every trial of every run, the picks, the goals, the other ratios,
-    the operators each capture loop's guard saw captured (``captured``: name -> ``CaptureGuard``),
-    and ``checks``: each an object with ``as_record()`` or a plain value) and its headline."""
+def record(setup: Setup, *, selection: Results, alone: Results, fed: Mapping[str, Results],
+           roles: Mapping[str, str], picks: Mapping[str, Pick], knobs: Mapping[str, Mapping[str, Any]],
+           epoch_images: int, agreement: Agreement, corrupt_file: TruncatedCopy,
+           captured: Mapping[str, CaptureGuard]) -> Record:
+    """The notebook's record: the set-up's parameters and ``epoch_images`` (the images of the
+    ceiling's epoch); every trial of every run, the picks, the goals, the other ratios, the
+    operators each capture loop's guard saw captured (``captured``: name -> ``CaptureGuard``),
+    the loaders' agreement and the corrupt file's check; and its headline."""
     found = goals(alone, fed, roles)
     results = {"selection": selection.as_record(), "alone": alone.as_record(),
-               "fed": {m: r.as_record() for m, r in fed.items()}, "roles": dict(roles), "knobs": dict(knobs),
+               "fed": {m: r.as_record() for m, r in fed.items()}, "roles": dict(roles),
+               "knobs": {name: dict(values) for name, values in knobs.items()},
                "picks": {k: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
                          for k, p in picks.items()},
                "goals": found, "reported": {k: r.as_record() for k, r in reported(alone, fed, roles).items()},
-               "captured": {name: guard.captured for name, guard in (captured or {}).items()},
-               **{k: v.as_record() if hasattr(v, "as_record") else v for k, v in checks.items()}}
-    return results, headline(alone, fed, roles, found)
+               "captured": {name: guard.captured for name, guard in captured.items()},
+               "agreement": agreement.as_record(), "corrupt_file": corrupt_file.as_record()}
+    return Record(setup.parameters | {"epoch_images": epoch_images}, results,
+                  headline(alone, fed, roles, found))
 
 
 def _pick_words(results: Results, names: Sequence[str]) -> str:
@@ -423,5 +457,5 @@ def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
     return "\n".join(lines)
 
 
-__all__ = ["Agreement", "TruncatedCopy", "agreement", "answer", "first_batch", "goals", "headline",
-           "planned", "record", "reported", "resolve_parameters"]
+__all__ = ["Agreement", "Setup", "TruncatedCopy", "agreement", "answer", "first_batch", "goals", "headline",
+           "planned", "record", "reported", "set_up"]
