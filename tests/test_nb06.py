@@ -3,9 +3,11 @@ incompatible checkpoints refused, the costs), and the training script's own chec
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -14,8 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import check_clean_run
 
+from helpers.data import embedded_data
 from helpers.data.data_sources import locate_data
 from helpers.data.lmdb_subset import first_records
+from helpers.data.paths import MNIST_TESTING
 from helpers.data.paths import REPO_ROOT
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import versus
@@ -33,6 +37,22 @@ REFUSALS = [
     ({"every": 40, "records": 1024}, ParameterError, "parameter every=40 is too large for 24 steps"),
 ]
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
+# each checkpoint the notebook damages or misuses, and what its refusal says (the folder named
+# relative to the checkout, as every path the notebook prints)
+REFUSED_CHECKPOINTS = [
+    ("all_corrupt", r"^cannot resume: no checkpoint in build/nb06/corrupt is whole \(skipped step-\d+: part "
+                    r"model\.pt does not match its SHA-256 checksum \(corrupt\)"),
+    ("missing", r"^cannot resume: build/nb06/no-such-folder does not exist\. Start without resuming"),
+    ("other_batch_size", r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(batch_size: "
+                         r"checkpoint 64, this run 32\)"),
+    ("other_data", r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(data: checkpoint "
+                   r"'build/nb06/training', this run 'build/nb06/other-data'; records: checkpoint 1024, "
+                   r"this run 512\)"),
+    ("other_dali_version", r"^cannot resume from build/nb06/other-dali/step-\d+: .*\(dali: checkpoint "
+                           r"'2\.3\.0', this run '\d"),
+    ("other_world_size", r"^cannot resume from build/nb06/dist-copy/step-\d+: .*\(world_size: checkpoint 2, "
+                         r"this run 1\)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +63,45 @@ def run06(ci_run: dict[str, run_notebooks.NotebookRun]) -> run_notebooks.Noteboo
     return run
 
 
-def _exact(result: dict, device: str) -> bool:
-    """Bit-identical on the CPU, where the notebook asserts it; on a GPU the record keeps the
-    largest differences (tests/test_gpu_tier.py checks what the H200 run gave). On both, the
-    record's verdicts follow its figures: identical losses or weights leave no gap, and
-    bit-identical means both."""
-    assert not result["losses_identical"] or result["largest_loss_gap"] == 0.0, result
-    assert not result["weights_identical"] or result["largest_weight_gap"] == 0.0, result
-    assert result["bit_identical"] == (result["losses_identical"] and result["weights_identical"])
-    return device != "cpu" or result["bit_identical"] is True
+def _matches(result: dict, device: str, steps: int) -> None:
+    """A resumed run compared with the uninterrupted one at every step (``steps``: of all ranks);
+    on the CPU, where the notebook requires it, with no difference at all. On a GPU the record
+    keeps the largest differences (tests/test_gpu_tier.py checks what the H200 run gave)."""
+    assert result["steps_compared"] == steps, result
+    if device == "cpu":
+        assert result["bit_identical"] is True and result["losses_identical"] is True, result
+        assert result["largest_loss_gap"] == 0.0 and result["largest_weight_gap"] == 0.0, result
 
 
 @pytest.mark.notebook
-def test_ci_run_has_no_errors_and_ends_with_the_headline(run06) -> None:
+def test_ci_run_is_clean_and_its_headline_and_parameters_are_read_off_the_run(run06) -> None:
+    """No error, no machine path, build/nb06 removed (conftest's check_clean_run); each headline
+    figure is the record's own result of that name, and the parameters are those the ci scale
+    gave, resolved (the device, the records) and with the data path relative to the checkout."""
     check_clean_run(run06, "nb06")
+    document = run06.results
+    headline, results = document.headline, document.results
+    resume, cost, ratios = results["resume"], results["checkpoint_cost"], results["benchmark"]["ratios"]
+    assert (headline["kill_step"], headline["resumed_from"]) == (resume["kill_step"], resume["resumed_from"])
+    assert headline["bit_identical"] == int(resume["bit_identical"]) == 1  # the CPU: bit-identical
+    assert headline["checkpoint_write_ms"] == cost["write_ms"]["median"]
+    assert headline["checkpoint_restore_ms"] == cost["restore_ms"]["median"]
+    assert headline["checkpoint_share_of_steps"] == cost["share_of_steps"]
+    assert headline["resume_first_step_ms"] == statistics.median(
+        r["to_first_step_ms"] for r in cost["resumes"].values())
+    for key, label in [("epoch_readers_over_capture", "capture, epoch readers / capture"),
+                       ("resumable_capture_over_capture", "capture, epoch readers + checkpoints / capture"),
+                       ("resumable_capture_over_eager_checkpoints",
+                        "capture, epoch readers + checkpoints / eager + checkpoints"),
+                       ("eager_checkpoints_over_eager", "eager + checkpoints / eager")]:
+        assert headline[key] == ratios[label]["ratio"], key
+    given = run_parameters.parameters_for(NOTEBOOK, "ci", "cpu")
+    parameters = document.parameters
+    assert {k: parameters[k] for k in given if k in parameters} == {k: v for k, v in given.items()
+                                                                   if k in parameters}
+    assert parameters["device"] == "cpu" and parameters["records"] == given["records"]
+    assert parameters["data_path"].endswith("MNIST/training") and not parameters["data_path"].startswith("/")
+    assert results["steps_per_epoch"] == math.ceil(parameters["records"] / parameters["batch_size"])
 
 
 @pytest.mark.notebook
@@ -68,11 +113,8 @@ def test_a_sigkilled_process_resumes_to_the_same_losses_and_weights(run06) -> No
     # the newest checkpoint before the kill: a multiple of every, at most `every` steps back
     assert resume["resumed_from"] % p["every"] == 0
     assert 0 <= resume["kill_step"] - resume["resumed_from"] <= p["every"] + 1
-    assert resume["steps_compared"] == document.results["total_steps"]
-    assert _exact(resume, p["device"])
-    if p["device"] == "cpu":
-        assert resume["bit_identical"] and resume["weights_identical"]
-        assert resume["largest_weight_gap"] == 0.0
+    assert resume["steps_redone"] == resume["kill_step"] - resume["resumed_from"]
+    _matches(resume, p["device"], document.results["total_steps"])
 
 
 @pytest.mark.notebook
@@ -83,27 +125,29 @@ def test_a_damaged_newest_checkpoint_is_skipped_and_the_run_still_matches(run06)
     fallback = resume["fallback"]
     assert len(fallback["skipped"]) == 1 and "(truncated)" in fallback["skipped"][0]
     assert fallback["resumed_from"] < int(re.search(r"step-(\d+)", fallback["skipped"][0])[1])
-    assert _exact(fallback, document.parameters["device"])
+    _matches(fallback, document.parameters["device"], document.results["total_steps"])
     assert bad["truncated_newest"]["refused"] is False
     rejected = re.search(r"step-\d+", fallback["skipped"][0])[0]
     assert f"rejected-{rejected}-0" in bad["truncated_newest"]["left"]  # kept, moved aside
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("case,expected", [
-    ("all_corrupt", "does not match its SHA-256 checksum (corrupt)"),
-    ("missing", "does not exist. Start without resuming"),
-    ("other_batch_size", "batch_size: checkpoint 64, this run 32"),
-    ("other_data", "records: checkpoint"),
-    ("other_dali_version", "dali: checkpoint '2.3.0', this run"),
-    ("other_world_size", "world_size: checkpoint 2, this run 1"),
-])
+@pytest.mark.parametrize("case,expected", REFUSED_CHECKPOINTS)
 def test_each_bad_checkpoint_is_refused_with_a_message_and_nothing_changes(run06, case,
                                                                           expected) -> None:
     outcome = run06.results.results["bad_inputs"][case]
-    assert outcome["refused"] is True and expected in outcome["message"]
+    assert outcome["refused"] is True and re.search(expected, outcome["message"]), outcome["message"]
     assert outcome["files_unchanged"] is True
-    assert "/" + str(REPO_ROOT).strip("/") not in outcome["message"]
+    assert outcome["result"] is None  # refused before it trained
+
+
+@pytest.mark.notebook
+def test_the_refused_cases_are_all_those_the_notebook_made(run06) -> None:
+    """Every case it recorded is checked above (a new one needs its words there), and the
+    truncated newest checkpoint is the one case not refused."""
+    bad = run06.results.results["bad_inputs"]
+    assert set(bad) == {case for case, _ in REFUSED_CHECKPOINTS} | {"truncated_newest"}
+    assert sum(case["refused"] for case in bad.values()) == len(REFUSED_CHECKPOINTS)
 
 
 @pytest.mark.notebook
@@ -114,7 +158,11 @@ def test_capture_mode_resumes_inside_an_epoch_exactly(run06) -> None:
     assert capture["resumed_from"] % document.results["steps_per_epoch"] != 0
     assert capture["fast_forward_batches"] == capture["resumed_from"] % document.results[
         "steps_per_epoch"]
-    assert _exact(capture, document.parameters["device"])
+    # the newest checkpoint before the kill: a multiple of every, at most every steps back
+    every = document.parameters["every"]
+    assert capture["resumed_from"] % every == 0
+    assert 0 < capture["kill_step"] - capture["resumed_from"] <= every + 1
+    _matches(capture, document.parameters["device"], document.results["total_steps"])
 
 
 @pytest.mark.notebook
@@ -128,7 +176,9 @@ def test_one_rank_killed_and_all_resumed_match_the_uninterrupted_ranks(run06) ->
     assert dist["distinct_reader_states"] == processes  # each rank its own reader state
     assert dist["epoch_boundaries_after_resume"] >= 1  # the shard rotation resumed too
     assert 0 < dist["resumed_from"] <= dist["kill_step"]
-    assert _exact(dist, dist["device"])
+    p = document.parameters
+    rank_steps = p["epochs"] * math.ceil(math.ceil(p["records"] / processes) / p["batch_size"])
+    _matches(dist, dist["device"], processes * rank_steps)
 
 
 @pytest.mark.notebook
@@ -181,15 +231,33 @@ def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
 
 RECIPE_REPORT = {"start": "start", "step": "step", "loss": "loss.item()",
                  "weights": "[p.tolist() for p in model.parameters()]",
-                 "images": "[list(images.shape), str(images.dtype)]"}
+                 "images": "[list(images.shape), str(images.dtype)]",
+                 "began": "step - i"}  # the step at which the last next_epoch() began
+
+
+def test_the_recipe_reads_the_suites_data_and_its_demo_resumes_inside_an_epoch() -> None:
+    """Its settings as a user finds them: DATA a folder that `make data` builds, relative to the
+    notebook's folder; the demo's stop (its newest checkpoint before STOP_AT) inside an epoch of
+    DATA, with the epoch's end between it and STEPS."""
+    settings = recipes.recipe(NOTEBOOK).settings
+    data = NOTEBOOK.parent / ast.literal_eval(settings["DATA"].split("#")[0].strip())
+    assert data.resolve() == (REPO_ROOT / "data" / "dali_extra" / MNIST_TESTING).resolve()  # `make data`'s
+    steps, every, stop = (int(settings[k].split("#")[0]) for k in ("STEPS", "EVERY", "STOP_AT"))
+    per_epoch = math.ceil(embedded_data.MNIST_TEST_DIGITS / 64)  # its records, in steps of 64
+    resumed = stop // every * every
+    assert resumed % per_epoch != 0, "the demo's resume is inside an epoch"
+    assert resumed // per_epoch < (steps - 1) // per_epoch, "the resumed start crosses an epoch's end"
 
 
 def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
     """The recipe on 200 digits (4 steps of 64 an epoch), 14 steps, a checkpoint every 3: run to the
     end; stopped after step 11 and started again in its process; and killed with SIGKILL in a
     process of its own, then started again in a new one. Each second start resumes from the newest
-    checkpoint (9 is inside an epoch, and the run crosses an epoch's end after it) and ends with the
-    uninterrupted run's weights and loss, bit for bit."""
+    checkpoint (9 is inside the third epoch, steps 9 to 12, and the run crosses that epoch's end
+    after it) and ends with the uninterrupted run's weights and loss, bit for bit. After a restore
+    inside an epoch, DALI's first next_epoch() runs a whole epoch's length: the resumed run's
+    next_epoch() calls begin at other steps than the uninterrupted run's, and the steps, which
+    the recipe counts itself, stay the same."""
     import torch
 
     data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "digits", 200)
@@ -205,11 +273,14 @@ def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
     assert whole["images"] == [[64, 28, 28, 1], "torch.uint8"]  # rotated with keep_size: one shape
     assert [len(w) for w in whole["weights"]] == [128, 128, 10, 10]
     assert math.isfinite(whole["loss"]) and whole["loss"] < 0.8 * math.log(10)  # below chance: it learns
+    assert whole["began"] == 13  # next_epoch() calls at steps 1, 5, 9, 13: epochs of 4 steps
 
     stopped = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("stopped")), "STOP_AT": 11},
                          RECIPE_REPORT)
     assert (stopped["start"], stopped["step"]) == (9, 14)  # the checkpoint of step 9, not step 11
     assert stopped["weights"] == whole["weights"] and stopped["loss"] == whole["loss"]
+    # across the third epoch's end: its first next_epoch() ran 4 batches from step 10, to step 13
+    assert stopped["began"] == 14
 
     # killed: the recipe's own file in a process of its own, SIGKILL once its first checkpoint exists
     path = checkpoint("killed")
@@ -230,6 +301,8 @@ def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
     resumed = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(path), "STOP_AT": None}, RECIPE_REPORT)
     assert (resumed["start"], resumed["step"]) == (killed_at, 14)
     assert resumed["weights"] == whole["weights"] and resumed["loss"] == whole["loss"]
+    # its next_epoch() calls: whole epochs of 4 steps from the step after its checkpoint
+    assert (resumed["began"] - killed_at - 1) % 4 == 0 and 14 - resumed["began"] < 4
 
 
 @pytest.mark.slow

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from typing import NamedTuple
 
 from helpers.data.data_sources import locate_data
 from helpers.data.lmdb_subset import first_records
@@ -36,6 +36,7 @@ from helpers.data.paths import relative
 from helpers.data.paths import work_folder
 from helpers.toolkit import checkpointing
 from helpers.toolkit.benchmarking import Ratio
+from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import summarize
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import gpu_count
@@ -53,8 +54,6 @@ from helpers.toolkit.torchrun import run_torchrun
 
 NOTEBOOK = "06-checkpoint-resume.ipynb"
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
-PARAMETERS = ("device", "processes", "records", "batch_size", "epochs", "every", "keep",
-              "learning_rate", "trials", "num_threads", "seed")
 STEP_LINE = re.compile(r"rank (\d+) pid (\d+) step (\d+)")
 SAID = re.compile(r"(eager|capture|capture-plain): |resum|skipped |error ")  # the script's own lines
 # what the benchmark compares: its label, and the two ways of the ratio
@@ -82,33 +81,71 @@ def load_script() -> ModuleType:
     return sys.modules["train_resumable"]
 
 
-class Setup(NamedTuple):
-    source: Path  # the LMDB the records are copied from
+@dataclass(frozen=True)
+class Setup:
+    """The notebook's parameters, checked and resolved for this machine (:func:`set_up`), and what
+    follows from them; read by attribute. :attr:`parameters` is what the record keeps."""
+
+    data_path: Path  # the LMDB the records are copied from
     train_path: Path  # the first ``records`` records, in the working folder
-    workdir: Path
-    device: str
+    workdir: Path  # build/nb06, removed at the end
+    device: str  # "cpu" or "gpu": where the single-process training runs
+    processes: int  # ranks in the torchrun part
     records: int
-    steps_per_epoch: int
-    total_steps: int
-    rank_steps: int  # one rank's steps under torchrun
-    gpus: int
+    batch_size: int
+    epochs: int
+    every: int  # steps between checkpoints
+    keep: int  # checkpoints kept
+    learning_rate: float
+    trials: int
+    min_seconds: float | None  # a benchmark trial's least duration; None: the harness's default
+    num_threads: int
+    seed: int
+    launch_timeout: float
+    results_dir: str | Path | None
+    gpus: int  # the GPUs DALI finds
     dist_device: str  # where the torchrun part runs: the GPUs if there are enough, else CPUs
-    pick: random.Random  # chooses the steps at which processes are killed
+    pick: random.Random = field(compare=False)  # chooses the steps at which processes are killed
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return math.ceil(self.records / self.batch_size)
+
+    @property
+    def total_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+    @property
+    def rank_steps(self) -> int:
+        """One rank's steps under torchrun (each rank reads its shard of the records)."""
+        return self.epochs * math.ceil(math.ceil(self.records / self.processes) / self.batch_size)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The parameters as the record keeps them: resolved (the device, the records), the data
+        path relative to the checkout."""
+        return {"data_path": relative(self.data_path), "device": self.device, "processes": self.processes,
+                "records": self.records, "batch_size": self.batch_size, "epochs": self.epochs,
+                "every": self.every, "keep": self.keep, "learning_rate": self.learning_rate,
+                "trials": self.trials, "num_threads": self.num_threads, "seed": self.seed}
 
 
-def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
-    """The notebook's parameters (its ``globals()``) checked, the first ``records`` records copied
-    into ``build/nb06`` (removed at the end); prints what the runs will do. ``history`` is
-    IPython's ``In`` (an unknown parameter that papermill injected is refused by name)."""
+def set_up(history: Sequence[str], *, data_path: str | Path | None, device: str, processes: int,
+           records: int | None, batch_size: int, epochs: int, every: int, keep: int, learning_rate: float,
+           trials: int, min_seconds: float | None, num_threads: int, seed: int, launch_timeout: float,
+           results_dir: str | Path | None) -> Setup:
+    """The notebook's parameters checked (a bad one raises ParameterError by name), the first
+    ``records`` records copied into ``build/nb06`` (removed at the end); prints what the runs will
+    do. ``history`` is IPython's ``In`` (an unknown parameter that papermill injected is refused
+    by name)."""
     reject_unknown_parameters(history, NOTEBOOK)
-    device = resolve_device(namespace["device"])
-    at_least(namespace, {
+    device = resolve_device(device)
+    at_least({"processes": processes, "epochs": epochs, "batch_size": batch_size, "every": every,
+              "keep": keep, "trials": trials, "num_threads": num_threads, "launch_timeout": launch_timeout}, {
         "processes": (2, "the torchrun part kills one of several processes"),
         "epochs": (2, "the first epoch of each benchmark trial is an untimed warm-up"),
         **dict.fromkeys(("batch_size", "every", "keep", "trials", "num_threads", "launch_timeout"), 1)})
-    records = positive_int("records", namespace["records"] or (16384 if device == "gpu" else 4096))
-    batch_size, epochs, every = namespace["batch_size"], namespace["epochs"], namespace["every"]
-    processes = namespace["processes"]
+    records = positive_int("records", records or (16384 if device == "gpu" else 4096))
     steps_per_epoch = math.ceil(records / batch_size)
     rank_steps = epochs * math.ceil(math.ceil(records / processes) / batch_size)
     fewest = min(epochs * steps_per_epoch, rank_steps)
@@ -116,23 +153,20 @@ def set_up(history: Sequence[str], namespace: Mapping[str, Any]) -> Setup:
         raise ParameterError(
             f"parameter every={every} is too large for {fewest} steps: the kills below need two "
             f"checkpoints before them. Use every <= {(fewest - 3) // 2}, or more records or epochs.")
-    source = Path(namespace["data_path"] or locate_data(verbose=False).mnist_training)
+    source = Path(data_path or locate_data(verbose=False).mnist_training)
     gpus = gpu_count()
     workdir = work_folder("nb06")  # build/nb06, emptied now
-    setup = Setup(source, first_records(source, workdir / "training", records), workdir, device,
-                  records, steps_per_epoch, epochs * steps_per_epoch, rank_steps, gpus,
-                  device if device == "cpu" or gpus >= processes else "cpu",
-                  random.Random(namespace["seed"]))
+    setup = Setup(data_path=source, train_path=first_records(source, workdir / "training", records),
+                  workdir=workdir, device=device, processes=processes, records=records, batch_size=batch_size,
+                  epochs=epochs, every=every, keep=keep, learning_rate=learning_rate, trials=trials,
+                  min_seconds=min_seconds, num_threads=num_threads, seed=seed, launch_timeout=launch_timeout,
+                  results_dir=results_dir, gpus=gpus,
+                  dist_device=device if device == "cpu" or gpus >= processes else "cpu",
+                  pick=random.Random(seed))
     print(f"training on the first {records:,} records of {relative(source)} on {device}: "
           f"{steps_per_epoch} steps of {batch_size} per epoch, {setup.total_steps} steps in {epochs} "
-          f"epochs, a checkpoint every {every} steps, the last {namespace['keep']} kept")
+          f"epochs, a checkpoint every {every} steps, the last {keep} kept")
     return setup
-
-
-def parameters_of(namespace: Mapping[str, Any], setup: Setup) -> dict[str, Any]:
-    """The parameters as the record keeps them (the data path relative to the checkout)."""
-    return {"data_path": relative(setup.source), **{name: namespace[name] for name in PARAMETERS},
-            "device": setup.device, "records": setup.records}
 
 
 def error_of(action: Callable[[], Any]) -> str:
@@ -170,14 +204,12 @@ def quote(lines: Sequence[str]) -> list[str]:
 
 @dataclass
 class Runs:
-    """The training script's runs with the notebook's parameters: ``args`` builds a command line,
-    ``in_kernel`` runs the training in this kernel, ``killed`` launches it and kills it,
-    ``resumed`` launches it with ``--resume``, ``attempt`` tries a resume that may be refused."""
+    """The training script's runs with the notebook's parameters (``setup``): ``args`` builds a
+    command line, ``in_kernel`` runs the training in this kernel, ``killed`` launches it and kills
+    it, ``resumed`` launches it with ``--resume``, ``attempt`` tries a resume that may be refused."""
 
     script: ModuleType
     setup: Setup
-    options: dict[str, Any]  # batch_size, epochs, every, keep, learning_rate, seed, num_threads
-    timeout: float
     say: Callable[[str], None] = print
 
     def args(self, name: str, *, mode: str = "eager", folder: Path | None = None, on: str | None = None,
@@ -186,14 +218,14 @@ class Runs:
         """The script's command line for a run called ``name``: its results in
         ``build/nb06/<name>.json``, its checkpoints (unless ``every`` is 0) in ``folder``, by
         default ``build/nb06/<name>``."""
-        o, workdir = self.options, self.setup.workdir
-        every = o["every"] if every is None else every
-        return ["--data", str(data or self.setup.train_path), "--mode", mode,
-                "--device", on or self.setup.device, "--batch-size", str(batch or o["batch_size"]),
-                "--epochs", str(epochs or o["epochs"]), "--every", str(every), "--keep", str(o["keep"]),
-                "--lr", str(o["learning_rate"]), "--seed", str(o["seed"]),
-                "--num-threads", str(threads or o["num_threads"]), "--out", str(workdir / f"{name}.json")
-                ] + (["--checkpoints", str(folder or workdir / name)] if every else [])
+        s = self.setup
+        every = s.every if every is None else every
+        return ["--data", str(data or s.train_path), "--mode", mode,
+                "--device", on or s.device, "--batch-size", str(batch or s.batch_size),
+                "--epochs", str(epochs or s.epochs), "--every", str(every), "--keep", str(s.keep),
+                "--lr", str(s.learning_rate), "--seed", str(s.seed),
+                "--num-threads", str(threads or s.num_threads), "--out", str(s.workdir / f"{name}.json")
+                ] + (["--checkpoints", str(folder or s.workdir / name)] if every else [])
 
     def in_kernel(self, args: Sequence[str]) -> dict[str, Any]:
         """The script's training in this kernel, its output left out."""
@@ -201,9 +233,10 @@ class Runs:
             return self.script.run([*args, "--quiet"])
 
     def _launch(self, args: Sequence[str], nproc: int, on_line: Callable[[str], None] | None) -> Launch:
+        timeout = self.setup.launch_timeout
         if nproc:
-            return run_torchrun(SCRIPT, args, nproc, timeout=self.timeout, echo=False, on_line=on_line)
-        return run_launches([[sys.executable, str(SCRIPT), *args]], timeout=self.timeout, echo=False,
+            return run_torchrun(SCRIPT, args, nproc, timeout=timeout, echo=False, on_line=on_line)
+        return run_launches([[sys.executable, str(SCRIPT), *args]], timeout=timeout, echo=False,
                             on_line=on_line)[0]
 
     def _show(self, launch: Launch) -> None:
@@ -354,7 +387,7 @@ def damage(runs: Runs, copy: Path, reference: Mapping[str, Any]) -> tuple[dict[s
     other_data = first_records(runs.setup.train_path, workdir / "other-data", runs.setup.records // 2)
     refused = {"all_corrupt": ("every checkpoint corrupt", corrupt, {}),
                "missing": ("checkpoint folder missing", workdir / "no-such-folder", {}),
-               "other_batch_size": ("another batch size", copy, {"batch": runs.options["batch_size"] // 2}),
+               "other_batch_size": ("another batch size", copy, {"batch": runs.setup.batch_size // 2}),
                "other_data": ("another data set", copy, {"data": other_data}),
                "other_dali_version": ("another DALI version", other_dali, {})}
     for name, (what, where, changes) in refused.items():
@@ -367,17 +400,19 @@ def damage(runs: Runs, copy: Path, reference: Mapping[str, Any]) -> tuple[dict[s
                    "resumed": fallback["resumed"]}
 
 
-def kill_step_inside_an_epoch(setup: Setup, every: int) -> int:
+def kill_step_inside_an_epoch(setup: Setup) -> int:
     """A step whose newest checkpoint lies inside an epoch (the resume then takes the eager path
     for the rest of that epoch), chosen at random."""
+    every = setup.every
     inside = [s for s in range(2 * every + 1, setup.total_steps - 1)
               if (s // every * every) % setup.steps_per_epoch]
     return setup.pick.choice(inside or range(2 * every + 1, setup.total_steps - 1))
 
 
-def kill_step_before_the_last_epoch(setup: Setup, every: int, epochs: int) -> int:
+def kill_step_before_the_last_epoch(setup: Setup) -> int:
     """A rank's step whose newest checkpoint lies before the last epoch (the resumed run then
     crosses an epoch boundary), chosen at random."""
+    every, epochs = setup.every, setup.epochs
     per_epoch = setup.rank_steps // epochs
     before = [s for s in range(2 * every + 1, setup.rank_steps - 1)
               if s // every * every < (epochs - 1) * per_epoch]
@@ -521,46 +556,49 @@ def conclusion(*, machine: str, checks: Mapping[str, Mapping[str, Any]], dist_de
     return "\n\n".join(lines)
 
 
-def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The notebook's ``(headline, results)``, from what its lessons made (``lessons``: its
-    ``globals()``): the eager kill (``killer``, ``killed_launch``, ``resumed``, ``eager_check``)
-    and its damaged copies (``fallback``, ``bad``), the capture kill (``capture_killer``,
-    ``capture_res``, ``capture_check``), the torchrun kill (``dist_killer``, ``dist_launch``,
-    ``dist_res``, ``dist_check``, ``parts``, ``states``, ``crossed``), DALI's API demo, the
+def record(setup: Setup, *, restore_identical: bool, save_without_seq: str, capture_with_checkpointing: str,
+           chosen_step: int, killer: Killer, killed_launch: Launch, resumed: Mapping[str, Any],
+           eager_check: Mapping[str, Any], fallback: Mapping[str, Any], bad: Mapping[str, Any],
+           capture_killer: Killer, capture_res: Mapping[str, Any], capture_check: Mapping[str, Any],
+           dist_killer: Killer, dist_launch: Launch, dist_res: Mapping[str, Any],
+           dist_check: Mapping[str, Any],
+           parts: Sequence[str], states: Sequence[str], crossed: int, bench: Any,
+           cost: Mapping[str, Any]) -> Record:
+    """The notebook's record, from what its lessons made: DALI's API demo (``restore_identical``,
+    ``save_without_seq``, ``capture_with_checkpointing``), the eager kill (``chosen_step``,
+    ``killer``, ``killed_launch``, ``resumed``, ``eager_check``) and its damaged copies
+    (``fallback``, ``bad``), the capture kill (``capture_*``), the torchrun kill (``dist_*``, the
+    newest checkpoint's ``parts`` and reader ``states``, the epoch boundaries ``crossed``), the
     harness's ``bench`` and the ``cost``."""
-    g = lessons
-    setup, processes, bench, cost = g["setup"], g["processes"], g["bench"], g["cost"]
-    killer, killed, resumed, check = g["killer"], g["killed_launch"], g["resumed"], g["eager_check"]
-    fallback, bad = g["fallback"], g["bad"]
-    capture_killer, capture_resumed, capture_check = g["capture_killer"], g["capture_res"], g["capture_check"]
-    dist_killer, dist_launch, dist_resumed = g["dist_killer"], g["dist_launch"], g["dist_res"]
-    dali_api = {key: g[key] for key in ("restore_identical", "save_without_seq",
-                                        "capture_with_checkpointing")}
     ratios = {label: ratio_record(bench.ratio(*pair)) for label, pair in COMPARISONS.items()}
     at = resumed["resumed"]["step"]
-    resume = {"signal": "SIGKILL", "kill_step": killer.killed, "chosen_step": g["chosen_step"],
-              "returncode": killed.returncode, "resumed_from": at, "steps_redone": killer.killed - at,
-              **check,
+    resume = {"signal": "SIGKILL", "kill_step": killer.killed, "chosen_step": chosen_step,
+              "returncode": killed_launch.returncode, "resumed_from": at, "steps_redone": killer.killed - at,
+              **eager_check,
               "corrupt_checkpoint_rejected": bool(fallback["skipped"]) and bad["all_corrupt"]["refused"],
               "fallback": {k: v for k, v in fallback.items() if k != "resumed"}}
     first_steps = [r["to_first_step_ms"] for r in cost["resumes"].values()]  # restore() to a step done
-    headline = {"kill_step": killer.killed, "resumed_from": at, "bit_identical": int(check["bit_identical"]),
+    headline = {"kill_step": killer.killed, "resumed_from": at,
+                "bit_identical": int(eager_check["bit_identical"]),
                 "checkpoint_write_ms": cost["write_ms"]["median"],
                 "checkpoint_restore_ms": cost["restore_ms"]["median"],
                 "resume_first_step_ms": summarize(first_steps)["median"],  # beside restore() alone
                 "checkpoint_share_of_steps": cost["share_of_steps"],
                 **{key: ratios[label]["ratio"] for key, label in HEADLINE_RATIOS.items()}}
+    processes = setup.processes
     results = {
         "resume": resume,
         "capture_resume": {"signal": "SIGKILL", "kill_step": capture_killer.killed,
-                           "resumed_from": capture_resumed["resumed"]["step"],
-                           "fast_forward_batches": capture_resumed["fast_forward_batches"], **capture_check},
+                           "resumed_from": capture_res["resumed"]["step"],
+                           "fast_forward_batches": capture_res["fast_forward_batches"], **capture_check},
         "distributed": {"signal": "SIGKILL", "processes": processes, "device": setup.dist_device,
                         "killed_rank": processes - 1, "kill_step": dist_killer.killed,
-                        "root_cause": dist_launch.root_cause, "resumed_from": dist_resumed["resumed"]["step"],
-                        "parts": sorted(g["parts"]), "distinct_reader_states": len(set(g["states"])),
-                        "epoch_boundaries_after_resume": g["crossed"], **g["dist_check"]},
-        "bad_inputs": dict(bad), "dali_api": dict(dali_api),
+                        "root_cause": dist_launch.root_cause, "resumed_from": dist_res["resumed"]["step"],
+                        "parts": sorted(parts), "distinct_reader_states": len(set(states)),
+                        "epoch_boundaries_after_resume": crossed, **dist_check},
+        "bad_inputs": dict(bad),
+        "dali_api": {"restore_identical": restore_identical, "save_without_seq": save_without_seq,
+                     "capture_with_checkpointing": capture_with_checkpointing},
         "benchmark": {"configurations": {w.name: [{"samples_per_s": rate} for rate in bench.rates(w.name)]
                                          for w in bench.ways},
                       "summary": {w.name: summarize(bench.rates(w.name)) for w in bench.ways},
@@ -569,10 +607,10 @@ def record(lessons: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "total_steps": setup.total_steps,
         "bit_identical_required_on": "cpu",  # on a GPU the gaps are recorded, not asserted
     }
-    return headline, results
+    return Record(setup.parameters, results, headline)
 
 
 __all__ = ["COMPARISONS", "Killer", "Runs", "Setup", "check_resume", "checksums", "compare", "conclusion",
            "cost_lines", "costs", "damage", "error_of", "folder", "kill_step_before_the_last_epoch",
-           "kill_step_inside_an_epoch", "load_script", "loss_chart", "parameters_of", "quote",
+           "kill_step_inside_an_epoch", "load_script", "loss_chart", "quote",
            "reader_states", "record", "resume_line", "set_up"]
