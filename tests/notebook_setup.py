@@ -103,12 +103,21 @@ def refusal_cases(root: Path = REPO_ROOT) -> list[Any]:
         file = notebook_test_file(notebook, root)
         found = getattr(_module(file), REFUSALS, None) if file.is_file() else None
         if not found:
-            what = (f"{file.relative_to(root)} is missing" if not file.is_file()
-                    else f"{file.relative_to(root)} has no {REFUSALS}")
-            cases.append(pytest.param(notebook.stem, {}, None,
-                                      f"{what}: list the notebook's refusals of bad parameters there as "
-                                      f"{REFUSALS} = [(parameters, error class, words of the message)]",
-                                      id=f"{notebook.stem}-missing"))
+            what = (
+                f"{file.relative_to(root)} is missing"
+                if not file.is_file()
+                else f"{file.relative_to(root)} has no {REFUSALS}"
+            )
+            cases.append(
+                pytest.param(
+                    notebook.stem,
+                    {},
+                    None,
+                    f"{what}: list the notebook's refusals of bad parameters there as "
+                    f"{REFUSALS} = [(parameters, error class, words of the message)]",
+                    id=f"{notebook.stem}-missing",
+                )
+            )
             continue
         for index, case in enumerate(found):
             values, marks = (case.values, case.marks) if hasattr(case, "marks") else (case, ())

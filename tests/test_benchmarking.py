@@ -57,8 +57,9 @@ def test_paired_ratio_is_the_geometric_mean_of_round_ratios() -> None:
     assert r.ratio == pytest.approx(2.0) and r.low == pytest.approx(2.0) and r.high == pytest.approx(2.0)
     noisy = ratio([210.0, 190.0, 205.0, 195.0, 200.0], [100.0, 100.0, 100.0, 100.0, 100.0])
     assert noisy.low < noisy.ratio < noisy.high
-    assert noisy.ratio == pytest.approx(math.exp(sum(math.log(v / 100) for v in
-                                                     (210, 190, 205, 195, 200)) / 5))
+    assert noisy.ratio == pytest.approx(
+        math.exp(sum(math.log(v / 100) for v in (210, 190, 205, 195, 200)) / 5)
+    )
 
 
 def test_pairing_removes_a_drift_shared_by_both_sides() -> None:
@@ -87,12 +88,10 @@ def test_verdict_rule_met_not_met_inconclusive() -> None:
 
 def test_goal_record_and_its_line() -> None:
     r = Ratio(1.7, 1.6, 1.8, 5, True)
-    assert r.goal(1.5) == {"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5, "verdict": "met",
-                           "trials": 5}
+    assert r.goal(1.5) == {"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5, "verdict": "met", "trials": 5}
     assert "launches" in r.goal(1.9, count="launches")
     (line,) = goal_lines({"capture / eager": r.goal(1.6)})
-    assert line == ("capture / eager: 1.70x, 95% interval [1.60, 1.80] over 5 trials "
-                    "(goal >= 1.6x): met")
+    assert line == ("capture / eager: 1.70x, 95% interval [1.60, 1.80] over 5 trials (goal >= 1.6x): met")
     assert str(r) == "1.70x [1.60-1.80]"
 
 
@@ -162,8 +161,11 @@ def test_a_ratio_as_a_record_is_its_ratio_interval_and_count() -> None:
     assert list(record) == ["ratio", "ci95", "trials"]  # the order committed records keep
     assert type(record["ci95"]) is list  # a JSON array, as written before
     assert json.loads(json.dumps(record)) == record
-    assert Ratio(2.0, 1.5, 2.5, 4, False).as_record("launches") == {"ratio": 2.0, "ci95": [1.5, 2.5],
-                                                                      "launches": 4}
+    assert Ratio(2.0, 1.5, 2.5, 4, False).as_record("launches") == {
+        "ratio": 2.0,
+        "ci95": [1.5, 2.5],
+        "launches": 4,
+    }
 
 
 def test_a_ratio_beside_a_goal_keeps_its_bounds_on_their_side_of_the_goal() -> None:

@@ -44,7 +44,8 @@ def _matches(shown: str, value: Any) -> bool:
         return shown == value
     number = re.match(r"[\d,.]+", shown)
     return number is not None and abs(float(number.group(0).replace(",", "")) - float(value)) <= (
-        0.5 if "." not in number.group(0) else 0.05)
+        0.5 if "." not in number.group(0) else 0.05
+    )
 
 
 def problems(block: str, results_dir: Path) -> list[str]:
@@ -81,8 +82,9 @@ def problems(block: str, results_dir: Path) -> list[str]:
 
 def test_the_committed_block_is_the_newest_gpu_record_of_07() -> None:
     page = bottleneck_table.PAGE.read_text()
-    assert replace_block(page, bottleneck_table.BLOCK, bottleneck_table.render_bottleneck_table()) == page, \
+    assert replace_block(page, bottleneck_table.BLOCK, bottleneck_table.render_bottleneck_table()) == page, (
         "run `python -m tools.results_table`"
+    )
     record = bottleneck_table.video_record()
     newest = [r for r in records.records() if r.has_gpu and NOTEBOOK in r.notebooks][-1]
     assert record is not None and record.path == newest.path
@@ -136,7 +138,12 @@ def test_the_probe_and_its_share_are_shown_when_the_record_holds_them(tmp_path: 
     def probed(entry: dict[str, Any]) -> None:
         entry["headline"]["nvdec_limit_fps"] = 11234.5
         entry["results"]["goals"][bottleneck_table.LIMIT_GOAL] = {
-            "ratio": 0.93, "ci95": [0.9, 0.96], "goal": 0.9, "verdict": "met", "trials": 4}
+            "ratio": 0.93,
+            "ci95": [0.9, 0.96],
+            "goal": 0.9,
+            "verdict": "met",
+            "trials": 4,
+        }
 
     results = _copy_07(tmp_path, probed)
     block = bottleneck_table.render_bottleneck_table(results)

@@ -48,8 +48,7 @@ def run(path, body, *, epochs=1, capture=True, guard=None):
     with ndd.EvalContext(num_threads=2):
         for _ in range(epochs):
             count = 0
-            for step, (jpegs, _) in enumerate(guard(reader.next_epoch(batch_size=BATCH,
-                                                                      capture=capture))):
+            for step, (jpegs, _) in enumerate(guard(reader.next_epoch(batch_size=BATCH, capture=capture))):
                 body(jpegs, step).evaluate()
                 count += 1
             steps.append(count)
@@ -72,13 +71,16 @@ def test_the_fixed_loop_passes_every_epoch_and_names_what_it_captured(lmdb_path)
     assert steps == [1000 // BATCH] * 2
     assert guard.checked
     assert guard.captured == ["Image", "Resize", "CropMirrorNormalize"]
-    assert str(guard) == ("with_invariants: captured Image, Resize, CropMirrorNormalize; nothing eager "
-                          "in the steps checked (the first 2 of each epoch)")
+    assert str(guard) == (
+        "with_invariants: captured Image, Resize, CropMirrorNormalize; nothing eager "
+        "in the steps checked (the first 2 of each epoch)"
+    )
 
 
 def test_a_call_the_traced_step_did_not_make_is_caught_at_the_first_captured_step(lmdb_path):
-    with pytest.raises(EagerOperatorError,
-                       match=r"matched no captured call at step 1 and ran eagerly") as caught:
+    with pytest.raises(
+        EagerOperatorError, match=r"matched no captured call at step 1 and ran eagerly"
+    ) as caught:
         run(lmdb_path, with_a_late_call)
     assert "Flip (with_a_late_call, line" in str(caught.value)
     assert "Captured: Image." in str(caught.value)

@@ -33,8 +33,12 @@ def fake(rates: dict[str, list[float]], samples: int = 1000) -> Results:
 FASTER = fake({"eager": [100, 110, 105, 98], "capture": [170, 180, 178, 168]})
 TIE = fake({"eager": [100, 110, 105, 98], "capture": [120, 90, 130, 85]})
 SLOWER = fake({"eager": [100, 110, 105, 98], "capture": [50, 56, 52, 50]})
-SAME = {"name": "equal loss and held-out accuracy", "largest_epoch_loss_gap": 0.0,
-        "test_accuracy": {"eager": 0.9, "capture": 0.9}, "verdict": "met"}
+SAME = {
+    "name": "equal loss and held-out accuracy",
+    "largest_epoch_loss_gap": 0.0,
+    "test_accuracy": {"eager": 0.9, "capture": 0.9},
+    "verdict": "met",
+}
 
 
 def test_the_per_round_spread_is_the_lowest_and_highest_ratio_of_the_rounds() -> None:
@@ -46,32 +50,48 @@ def test_the_per_round_spread_is_the_lowest_and_highest_ratio_of_the_rounds() ->
         capture_mode.per_round([1.0, 2.0], [1.0])
 
 
-@pytest.mark.parametrize("results, words", [(FASTER, "faster than eager mode"),
-                                            (TIE, "not distinguishable from eager mode"),
-                                            (SLOWER, "slower than eager mode")])
+@pytest.mark.parametrize(
+    "results, words",
+    [
+        (FASTER, "faster than eager mode"),
+        (TIE, "not distinguishable from eager mode"),
+        (SLOWER, "slower than eager mode"),
+    ],
+)
 def test_the_comparison_and_the_advice_follow_the_interval(results: Results, words: str) -> None:
     """The words follow the interval that the sentence itself prints: "faster" only above 1,
     "slower" only below, a tie when it holds 1; the advice follows the words."""
-    sentence = capture_mode.compared(results.ratio("capture", "eager"), results.rates("capture"),
-                                     results.rates("eager"))
+    sentence = capture_mode.compared(
+        results.ratio("capture", "eager"), results.rates("capture"), results.rates("eager")
+    )
     answer = capture_mode.conclusion(results, machine="cpu, test", equality=SAME, placement=None)
     for text in (sentence, answer):
-        said = re.search(r"\*\*(faster than|slower than|not distinguishable from) eager mode "
-                         r"\(([\d.]+)x \[([\d.]+)-([\d.]+)\]\)\*\*", text)
+        said = re.search(
+            r"\*\*(faster than|slower than|not distinguishable from) eager mode "
+            r"\(([\d.]+)x \[([\d.]+)-([\d.]+)\]\)\*\*",
+            text,
+        )
         assert said is not None, text
         verdict, (shown, low, high) = said.group(1), map(float, said.groups()[1:])
         assert words.startswith(verdict) and low <= shown <= high
-        assert {"faster than": low > 1, "slower than": high < 1,
-                "not distinguishable from": low <= 1 <= high}[verdict], text
+        assert {
+            "faster than": low > 1,
+            "slower than": high < 1,
+            "not distinguishable from": low <= 1 <= high,
+        }[verdict], text
     assert "over 4 paired trials of 1,000 samples each" in answer
-    advice = {"faster": "train with `next_epoch(..., capture=True)`",
-              "not": "cannot tell the two modes apart", "slower": "keep the eager loop"}[words.split()[0]]
+    advice = {
+        "faster": "train with `next_epoch(..., capture=True)`",
+        "not": "cannot tell the two modes apart",
+        "slower": "keep the eager loop",
+    }[words.split()[0]]
     every = ("train with `next_epoch", "cannot tell the two modes", "keep the eager loop")
     assert advice in answer and sum(a in answer for a in every) == 1
     assert "Both modes trained alike" in answer and "90.0% (eager) and 90.0% (capture)" in answer
     apart = {**SAME, "verdict": "not met", "largest_epoch_loss_gap": 0.5}
-    assert "did not train alike" in capture_mode.conclusion(results, machine="cpu", equality=apart,
-                                                            placement=None)
+    assert "did not train alike" in capture_mode.conclusion(
+        results, machine="cpu", equality=apart, placement=None
+    )
 
 
 def test_a_placement_tie_gives_no_advice_and_says_what_would() -> None:
@@ -105,9 +125,19 @@ def test_the_plan_counts_the_samples_before_the_run() -> None:
     assert capture_mode.plan(2, 6, 47, 64).startswith("Planned: 2 ways x 5 rounds, after an untimed warm-up")
 
 
-CPU = {"data_path": None, "test_path": None, "device": "cpu", "batch_size": 64, "epochs": None,
-       "placement_epochs": 6, "min_seconds": None, "num_shards": None, "learning_rate": 0.01, "seed": 0,
-       "results_dir": None}
+CPU = {
+    "data_path": None,
+    "test_path": None,
+    "device": "cpu",
+    "batch_size": 64,
+    "epochs": None,
+    "placement_epochs": 6,
+    "min_seconds": None,
+    "num_shards": None,
+    "learning_rate": 0.01,
+    "seed": 0,
+    "results_dir": None,
+}
 
 
 def set_up(**changes) -> capture_mode.Setup:
@@ -124,8 +154,18 @@ def test_the_set_up_fills_in_the_devices_defaults_and_records_no_path_of_this_ma
     assert (setup.device, setup.on_gpu, setup.model_device) == ("cpu", False, "cpu")
     assert (setup.data_path, setup.test_path) == (str(data.mnist_training), str(data.mnist_testing))
     recorded = setup.parameters
-    assert set(recorded) == {"data_path", "test_path", "device", "batch_size", "epochs", "placement_epochs",
-                             "min_seconds", "num_shards", "learning_rate", "seed"}
+    assert set(recorded) == {
+        "data_path",
+        "test_path",
+        "device",
+        "batch_size",
+        "epochs",
+        "placement_epochs",
+        "min_seconds",
+        "num_shards",
+        "learning_rate",
+        "seed",
+    }
     if Path(data.mnist_training).is_relative_to(REPO_ROOT):
         assert recorded["data_path"] == Path(data.mnist_training).relative_to(REPO_ROOT).as_posix()
     assert not any(str(REPO_ROOT) in str(v) or str(tmp_path) in str(v) for v in recorded.values()), recorded
@@ -138,15 +178,18 @@ def test_the_set_up_fills_in_the_devices_defaults_and_records_no_path_of_this_ma
         capture_mode.set_up([""], *CPU.values())  # keyword arguments only: none taken by position
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"epochs": 2}, "parameter epochs must be at least 3, not 2: the first epoch"),
-    ({"placement_epochs": 1}, "parameter placement_epochs must be at least 3, not 1"),
-    ({"batch_size": 0}, "parameter batch_size must be a positive integer, not 0"),
-    ({"num_shards": "4"}, "parameter num_shards must be a positive integer, not '4'"),
-    ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
-    ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds, 0 or more, not -1.0"),
-    ({"seed": -1}, "parameter seed must be an integer of 0 or more, not -1"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"epochs": 2}, "parameter epochs must be at least 3, not 2: the first epoch"),
+        ({"placement_epochs": 1}, "parameter placement_epochs must be at least 3, not 1"),
+        ({"batch_size": 0}, "parameter batch_size must be a positive integer, not 0"),
+        ({"num_shards": "4"}, "parameter num_shards must be a positive integer, not '4'"),
+        ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
+        ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds, 0 or more, not -1.0"),
+        ({"seed": -1}, "parameter seed must be an integer of 0 or more, not -1"),
+    ],
+)
 def test_the_set_up_refuses_a_bad_value_by_name(changes: dict, message: str) -> None:
     with pytest.raises(ParameterError, match=re.escape(message)):
         set_up(**changes)
@@ -160,9 +203,18 @@ def test_the_record_holds_every_trial_and_figures_recomputed_from_them(tmp_path:
     placement = fake({"decode on the CPU": [200, 210, 190], "decode on the GPU": [220, 200, 230]})
     losses = {"eager": [1.0, 0.5], "capture": [1.0, 0.5]}
     rec = capture_mode.record(
-        setup, fed=FASTER, placement=placement, losses=losses,
-        goals={"capture / eager": FASTER.ratio("capture", "eager").goal(1.6)}, equality=SAME,
-        identical=True, test_digits=1000, captured=["Image"], rules={}, batch_size_error="x")
+        setup,
+        fed=FASTER,
+        placement=placement,
+        losses=losses,
+        goals={"capture / eager": FASTER.ratio("capture", "eager").goal(1.6)},
+        equality=SAME,
+        identical=True,
+        test_digits=1000,
+        captured=["Image"],
+        rules={},
+        batch_size_error="x",
+    )
     assert isinstance(rec, Record) and rec.parameters == setup.parameters
     results, headline = rec.results, rec.headline
 
@@ -196,9 +248,14 @@ def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode()
     from helpers.toolkit.harness import Way
 
     ways = [Way("eager", lambda: None), Way("capture", lambda: None)]
-    trials = {"eager": [Trial(1000, 1.0, 0.1, 1.0), Trial(1000, 1.1, 0.1, 1.0)],
-              "capture": [Trial(936, 0.5, 0.1, 1.0, skipped=1), Trial(936, 0.52, 0.1, 1.0, skipped=1)]}
-    answer = capture_mode.conclusion(Results("t", "samples", ways, trials, fed=True), machine="cpu, test",
-                                     equality=SAME, placement=None)
-    assert "over 2 paired trials of 1,000 samples each (936 timed in capture mode: its batch ready before " \
+    trials = {
+        "eager": [Trial(1000, 1.0, 0.1, 1.0), Trial(1000, 1.1, 0.1, 1.0)],
+        "capture": [Trial(936, 0.5, 0.1, 1.0, skipped=1), Trial(936, 0.52, 0.1, 1.0, skipped=1)],
+    }
+    answer = capture_mode.conclusion(
+        Results("t", "samples", ways, trials, fed=True), machine="cpu, test", equality=SAME, placement=None
+    )
+    assert (
+        "over 2 paired trials of 1,000 samples each (936 timed in capture mode: its batch ready before "
         "the timer is not timed)." in answer
+    )

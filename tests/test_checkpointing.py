@@ -12,20 +12,25 @@ import pytest
 
 from helpers.toolkit import checkpointing as ck
 
-COMPAT = {"data": "build/x/training", "records": 1024, "batch_size": 64, "world_size": 2,
-          "dali": "2.4.0"}
+COMPAT = {"data": "build/x/training", "records": 1024, "batch_size": 64, "world_size": 2, "dali": "2.4.0"}
 
 
 def _save(root: Path, step: int, keep: int = 3, **compat) -> Path:
-    parts = {"model.pt": f"model at {step}".encode() * 100, "rank-0.pt": b"r0" * step,
-             "rank-1.pt": b"r1" * step}
+    parts = {
+        "model.pt": f"model at {step}".encode() * 100,
+        "rank-0.pt": b"r0" * step,
+        "rank-1.pt": b"r1" * step,
+    }
     return ck.save(root, step, parts, {**COMPAT, **compat}, keep=keep)
 
 
 def _tree(root: Path) -> dict[str, str]:
     """Every file under root with its checksum: what "changes nothing" compares."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_saved_checkpoint_loads_with_its_parts_and_manifest(tmp_path: Path) -> None:
@@ -69,16 +74,18 @@ def test_a_writer_killed_before_the_rename_leaves_only_a_staging_folder(tmp_path
     assert ck.load_latest(tmp_path, COMPAT).step == 10 and not list(tmp_path.glob(".partial-*"))
 
 
-@pytest.mark.parametrize("damage,reason", [
-    (lambda p: (p / "rank-1.pt").write_bytes((p / "rank-1.pt").read_bytes()[:3]), "truncated"),
-    (lambda p: (p / "model.pt").write_bytes(b"X" * (p / "model.pt").stat().st_size), "corrupt"),
-    (lambda p: (p / "rank-0.pt").unlink(), "part rank-0.pt is missing"),
-    (lambda p: (p / ck.MANIFEST).unlink(), "MANIFEST.json is missing"),
-    (lambda p: (p / ck.MANIFEST).write_text("{not json"), "MANIFEST.json is unreadable"),
-    (lambda p: (p / ck.MANIFEST).write_text('{"format": 99}'), "not a checkpoint manifest"),
-])
-def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path: Path, damage,
-                                                                     reason) -> None:
+@pytest.mark.parametrize(
+    "damage,reason",
+    [
+        (lambda p: (p / "rank-1.pt").write_bytes((p / "rank-1.pt").read_bytes()[:3]), "truncated"),
+        (lambda p: (p / "model.pt").write_bytes(b"X" * (p / "model.pt").stat().st_size), "corrupt"),
+        (lambda p: (p / "rank-0.pt").unlink(), "part rank-0.pt is missing"),
+        (lambda p: (p / ck.MANIFEST).unlink(), "MANIFEST.json is missing"),
+        (lambda p: (p / ck.MANIFEST).write_text("{not json"), "MANIFEST.json is unreadable"),
+        (lambda p: (p / ck.MANIFEST).write_text('{"format": 99}'), "not a checkpoint manifest"),
+    ],
+)
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path: Path, damage, reason) -> None:
     _save(tmp_path, 5)
     newest = _save(tmp_path, 10)
     damage(newest)
@@ -139,10 +146,17 @@ def test_resuming_from_nothing_says_what_to_do(tmp_path: Path, missing: str) -> 
         assert (root / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("key,value", [("data", "elsewhere/training"), ("batch_size", 32),
-                                       ("dali", "2.5.0"), ("world_size", 1), ("records", 512)])
-def test_a_checkpoint_of_other_settings_is_refused_naming_what_differs(tmp_path: Path, key,
-                                                                        value) -> None:
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("data", "elsewhere/training"),
+        ("batch_size", 32),
+        ("dali", "2.5.0"),
+        ("world_size", 1),
+        ("records", 512),
+    ],
+)
+def test_a_checkpoint_of_other_settings_is_refused_naming_what_differs(tmp_path: Path, key, value) -> None:
     _save(tmp_path, 5)
     before = _tree(tmp_path)
     with pytest.raises(ck.CheckpointIncompatible) as error:

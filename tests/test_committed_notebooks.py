@@ -48,8 +48,11 @@ def test_outputs_come_from_one_execution_in_order(notebook: Path) -> None:
 
 def _code_of(text: str) -> list[str]:
     """A notebook's code cells as its author wrote them (papermill's injected cell left out)."""
-    return [c.source for c in nbformat.reads(text, as_version=4).cells if c.cell_type == "code"
-            and INJECTED_TAG not in c.metadata.get("tags", [])]
+    return [
+        c.source
+        for c in nbformat.reads(text, as_version=4).cells
+        if c.cell_type == "code" and INJECTED_TAG not in c.metadata.get("tags", [])
+    ]
 
 
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
@@ -58,18 +61,24 @@ def test_a_notebook_awaits_a_rerun_exactly_when_its_code_changed_since_its_run(n
     is not in AWAITING_RERUN; changed since, and it is, so that its page says so."""
     records = CPU_RECORDS if notebook.stem in CPU_RUN_UNTIL_TWO_GPUS else RECORDS
     commit = records[notebook.stem].notebooks[notebook.stem].run.commit
-    shown = subprocess.run(["git", "show", f"{commit.removesuffix('-dirty')}:notebooks/{notebook.name}"],
-                           cwd=REPO_ROOT, capture_output=True, text=True)
+    shown = subprocess.run(
+        ["git", "show", f"{commit.removesuffix('-dirty')}:notebooks/{notebook.name}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
     if shown.returncode:
         pytest.skip(f"commit {commit} is not in this clone's history: {shown.stderr.strip()}")
     changed = _code_of(shown.stdout) != _code_of(notebook.read_text())
     if changed:
         assert notebook.stem in AWAITING_RERUN, (
             f"{notebook.name}: its code changed since the run of {commit[:12]} that its outputs come "
-            "from: re-run it, or name it in tools.docs_checks.AWAITING_RERUN with what changed")
+            "from: re-run it, or name it in tools.docs_checks.AWAITING_RERUN with what changed"
+        )
     else:
         assert notebook.stem not in AWAITING_RERUN, (
-            f"{notebook.name}: its outputs come from its code as it stands: drop it from AWAITING_RERUN")
+            f"{notebook.name}: its outputs come from its code as it stands: drop it from AWAITING_RERUN"
+        )
 
 
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
@@ -79,7 +88,8 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
     if notebook.stem in CPU_RUN_UNTIL_TWO_GPUS:
         assert notebook.stem not in RECORDS, (
             f"{notebook.stem} has a GPU record now: commit that run's notebook and drop the name "
-            "from CPU_RUN_UNTIL_TWO_GPUS (named for 04; 07 waits for its first GPU run)")
+            "from CPU_RUN_UNTIL_TWO_GPUS (named for 04; 07 waits for its first GPU run)"
+        )
         record = CPU_RECORDS[notebook.stem]
         device = "cpu"
     else:
@@ -91,8 +101,10 @@ def test_outputs_match_the_committed_results(notebook: Path) -> None:
     assert entry.run.device == device
     shown = headline_output(nbformat.read(notebook, as_version=4).cells)
     # as shown: a rate the notebook rounds to a whole number equals the record's, rounded
-    assert shown == {k: round(v) if isinstance(shown.get(k), int)
-                     else pytest.approx(v, rel=1e-4, abs=0.006) for k, v in entry.headline.items()}
+    assert shown == {
+        k: round(v) if isinstance(shown.get(k), int) else pytest.approx(v, rel=1e-4, abs=0.006)
+        for k, v in entry.headline.items()
+    }
 
 
 # A GPU run with this runner injects nothing (tools.run_parameters.parameters_for), and the runner drops an
@@ -106,8 +118,7 @@ def test_committed_notebooks_have_no_injected_parameters(notebook: Path) -> None
 
 
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
-def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: Path,
-                                                                     tmp_path: Path) -> None:
+def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: Path, tmp_path: Path) -> None:
     """Its first code cell, run by a Python that cannot import the checkout, stops with the
     words of the docs' download note (tools.docs_notes.NEEDS_THE_REPOSITORY)."""
     import re
@@ -116,8 +127,9 @@ def test_a_notebook_opened_outside_its_repository_says_what_it_needs(notebook: P
 
     first = _code_cells(notebook)[0].source
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no PYTHONPATH: the checkout is away
-    done = subprocess.run([sys.executable, "-S", "-c", first], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", first], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode != 0
     expected = re.sub(r"</?code>", "`", NEEDS_THE_REPOSITORY)
     assert expected in done.stderr.splitlines()[-1], done.stderr
@@ -128,7 +140,10 @@ def test_no_output_is_an_empty_error_stream(notebook: Path) -> None:
     """A stderr output of nothing but whitespace (a progress bar's closing newline) renders as an
     empty error-coloured bar in JupyterLab, on GitHub and on the docs site: progress goes to
     stdout (helpers.toolkit.loaders.rounds, the data builders)."""
-    empty = [i for i, c in enumerate(nbformat.read(notebook, as_version=4).cells)
-             for o in c.get("outputs", []) if o.get("output_type") == "stream"
-             and o.get("name") == "stderr" and not o.get("text", "").strip()]
+    empty = [
+        i
+        for i, c in enumerate(nbformat.read(notebook, as_version=4).cells)
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stderr" and not o.get("text", "").strip()
+    ]
     assert not empty, f"{notebook.name}: empty stderr outputs in cells {empty}"

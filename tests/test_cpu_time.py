@@ -33,8 +33,14 @@ SCENARIO = textwrap.dedent("""
 
 
 def test_a_child_process_counts_and_an_idle_wait_does_not() -> None:
-    done = subprocess.run([sys.executable, "-c", SCENARIO], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCENARIO],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     used, idle = map(float, done.stdout.split())
     assert used >= 0.35, used  # the child's 0.4 s, counted while it is alive

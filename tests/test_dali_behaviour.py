@@ -75,19 +75,26 @@ def numbers(batch) -> list[list[int]]:
 
 # --- 1. Batch.select with a range -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="DALI 2.4: Batch.select(slice or list) returns the whole batch "
-                          "(_batch.py: Batch(self.tensors[r])); helpers.toolkit.batches takes samples one by "
-                          "one")
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="DALI 2.4: Batch.select(slice or list) returns the whole batch "
+    "(_batch.py: Batch(self.tensors[r])); helpers.toolkit.batches takes samples one by "
+    "one",
+)
 def test_batch_select_with_a_range_returns_the_samples_asked_for() -> None:
     batch = ndd.batch([[0], [1], [2], [3]])
     assert numbers(batch.select(slice(1, 3))) == [[1], [2]]
     assert numbers(batch.select([0, 2])) == [[0], [2]]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="DALI 2.4: batch.tensors[1:3] has len 2, but [0] is sample 0 and iterating "
-                          "it yields every sample of the batch; only .tolist() is right")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="DALI 2.4: batch.tensors[1:3] has len 2, but [0] is sample 0 and iterating "
+    "it yields every sample of the batch; only .tolist() is right",
+)
 def test_batch_tensors_slice_indexes_and_iterates_its_own_samples() -> None:
     part = ndd.batch([[0], [1], [2], [3]]).tensors[1:3]
     assert numbers(part.tolist()) == [[1], [2]]  # right in 2.4
@@ -102,11 +109,13 @@ def test_an_operator_on_a_selected_batch_runs_eagerly_in_a_capture_loop(lmdb) ->
             first = jpegs.select(slice(0, BATCH // 2))
             ndd.decoders.image(first, device="cpu", output_type=types.GRAY).evaluate()
     message = str(caught.value)
-    assert "Image (" in message and "a batch that capture mode did not produce" in message, \
-        changed("helpers.toolkit.batches (samples taken one at a time, outside capture loops)")
+    assert "Image (" in message and "a batch that capture mode did not produce" in message, changed(
+        "helpers.toolkit.batches (samples taken one at a time, outside capture loops)"
+    )
 
 
 # --- 2. Arguments capture mode cannot prove constant ------------------------------------------
+
 
 def global_and_local_list(jpegs):
     images = ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY)
@@ -117,17 +126,24 @@ def global_and_local_list(jpegs):
 
 def test_an_argument_capture_cannot_prove_constant_runs_its_operator_eagerly_without_a_warning(lmdb) -> None:
     guard = CaptureGuard("global_and_local_list")
-    with warnings.catch_warnings(record=True) as seen, pytest.raises(EagerOperatorError) as caught, \
-            ndd.EvalContext(num_threads=2):
+    with (
+        warnings.catch_warnings(record=True) as seen,
+        pytest.raises(EagerOperatorError) as caught,
+        ndd.EvalContext(num_threads=2),
+    ):
         warnings.simplefilter("always")
         for jpegs, _ in guard(ndd.readers.Caffe2(path=lmdb).next_epoch(batch_size=BATCH, capture=True)):
             global_and_local_list(jpegs).evaluate()
     message = str(caught.value)
-    assert "`size=SIZE`" in message and "`mean=mean`" in message, \
-        changed("helpers.toolkit.capture_guard (CaptureGuard around every capture loop)")
+    assert "`size=SIZE`" in message and "`mean=mean`" in message, changed(
+        "helpers.toolkit.capture_guard (CaptureGuard around every capture loop)"
+    )
     assert guard.captured == ["Image"], changed("helpers.toolkit.capture_guard")
-    warned = [f"{w.category.__name__}: {w.message}" for w in seen
-              if not issubclass(w.category, DeprecationWarning | PendingDeprecationWarning)]
+    warned = [
+        f"{w.category.__name__}: {w.message}"
+        for w in seen
+        if not issubclass(w.category, DeprecationWarning | PendingDeprecationWarning)
+    ]
     assert not warned, changed("helpers.toolkit.capture_guard (DALI now warns: say so)") + f": {warned}"
 
 
@@ -135,11 +151,14 @@ def test_capture_mode_has_no_public_way_to_say_what_it_captured() -> None:
     """What a loop captured is only in the private ``_capture.CaptureContext`` (CaptureGuard reads
     it; tests/test_capture_guard.py checks that it is there)."""
     public = {name for name in dir(ndd.capture) if not name.startswith("_")}
-    assert public == {"invariant"}, changed("helpers.toolkit.capture_guard (a public API may replace "
-                                            f"the private one it reads): ndd.capture has {sorted(public)}")
+    assert public == {"invariant"}, changed(
+        "helpers.toolkit.capture_guard (a public API may replace "
+        f"the private one it reads): ndd.capture has {sorted(public)}"
+    )
 
 
 # --- 3. Checkpoint.save ------------------------------------------------------------------------
+
 
 def collected_checkpoint() -> ndd.checkpoint.Checkpoint:
     checkpoint = ndd.checkpoint.Checkpoint()
@@ -149,8 +168,9 @@ def collected_checkpoint() -> ndd.checkpoint.Checkpoint:
 
 
 def test_checkpoint_save_needs_seq_although_its_docstring_calls_it_optional(tmp_path: Path) -> None:
-    assert "optionally containing ``{seq}``" in ndd.checkpoint.Checkpoint.save.__doc__, \
-        changed("helpers.toolkit.checkpointing and notebook 06 (Checkpoint.save's docstring)")
+    assert "optionally containing ``{seq}``" in ndd.checkpoint.Checkpoint.save.__doc__, changed(
+        "helpers.toolkit.checkpointing and notebook 06 (Checkpoint.save's docstring)"
+    )
     with pytest.raises(ValueError, match="must include `{seq}`"):
         collected_checkpoint().save(str(tmp_path / "dali.json"))
 
@@ -167,6 +187,7 @@ def test_checkpoint_save_writes_without_fsync(tmp_path: Path, monkeypatch: pytes
 
 # --- 4. Checkpointing and capture mode ---------------------------------------------------------
 
+
 def test_a_checkpointing_reader_refuses_capture_mode(lmdb) -> None:
     reader = ndd.readers.Caffe2(path=lmdb, enable_checkpointing=True)
     with pytest.raises(NotImplementedError, match="not supported in capture mode"):
@@ -174,6 +195,7 @@ def test_a_checkpointing_reader_refuses_capture_mode(lmdb) -> None:
 
 
 # --- 5. set_state from a mid-epoch checkpoint --------------------------------------------------
+
 
 def test_after_set_state_next_epoch_runs_a_whole_epoch_from_the_checkpoint(lmdb) -> None:
     reader = ndd.readers.Caffe2(path=lmdb, enable_checkpointing=True)
@@ -189,11 +211,13 @@ def test_after_set_state_next_epoch_runs_a_whole_epoch_from_the_checkpoint(lmdb)
     # 10 batches from record 300 on: across the epoch boundary, into the next epoch's 0..299;
     # the next next_epoch() starts at 300 again (the boundary moved for good)
     shifted = [*range(300, RECORDS, BATCH), *range(0, 300, BATCH)]
-    assert epochs == [shifted, shifted], \
-        changed("notebooks/scripts/train_resumable.py (eager_batches: one stream, its own step count)")
+    assert epochs == [shifted, shifted], changed(
+        "notebooks/scripts/train_resumable.py (eager_batches: one stream, its own step count)"
+    )
 
 
 # --- 6. The default RNG, and leaving a capture loop early -------------------------------------
+
 
 def rotate_digits(jpegs, rng=None):
     images = ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY)
@@ -229,9 +253,12 @@ def default_rng_loop(lmdb: str, rng: ndd.random.RNG | None) -> list[int]:
         return two_epochs_with_a_random_draw_between(ndd.readers.Caffe2(path=lmdb), rng)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="DALI 2.4: 'The RNG of a captured operator was used unexpectedly' once another "
-                          "random operator draws from the default RNG between a reader loop's epochs")
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="DALI 2.4: 'The RNG of a captured operator was used unexpectedly' once another "
+    "random operator draws from the default RNG between a reader loop's epochs",
+)
 def test_a_capture_loop_on_the_default_rng_survives_a_random_draw_between_epochs(lmdb) -> None:
     assert in_a_thread(lambda: default_rng_loop(lmdb, None)) == [10, 10]
 
@@ -265,28 +292,37 @@ def test_a_failed_or_abandoned_capture_loop_leaves_its_reader_unusable(lmdb) -> 
     said = in_a_thread(attempt)
     unusable = "invalid state due to a previous error and cannot be used"
     assert "RNG of a captured operator was used unexpectedly" in said["failed"], said
-    assert unusable in said["after the failure"] and unusable in said["after leaving early"], \
-        changed("helpers.toolkit.loaders (a capture loop always runs its epochs to the end, "
-                "InBackground too)") \
+    assert unusable in said["after the failure"] and unusable in said["after leaving early"], (
+        changed(
+            "helpers.toolkit.loaders (a capture loop always runs its epochs to the end, InBackground too)"
+        )
         + f": {said}"
+    )
 
 
 # --- 7. Shards move every epoch ----------------------------------------------------------------
 
-@pytest.mark.parametrize(("stick_to_shard", "expected"), [(False, [(0, 499), (500, 999), (0, 499)]),
-                                                          (True, [(0, 499), (0, 499), (0, 499)])])
-def test_a_sharded_reader_moves_to_the_next_shard_every_epoch_unless_stuck(lmdb, stick_to_shard,
-                                                                           expected) -> None:
+
+@pytest.mark.parametrize(
+    ("stick_to_shard", "expected"),
+    [(False, [(0, 499), (500, 999), (0, 499)]), (True, [(0, 499), (0, 499), (0, 499)])],
+)
+def test_a_sharded_reader_moves_to_the_next_shard_every_epoch_unless_stuck(
+    lmdb, stick_to_shard, expected
+) -> None:
     reader = ndd.readers.Caffe2(path=lmdb, shard_id=0, num_shards=2, stick_to_shard=stick_to_shard)
     epochs = []
     for _ in range(3):
         read = [k for jpegs, _ in reader.next_epoch(batch_size=BATCH) for k in keys(jpegs)]
         epochs.append((min(read), max(read)))
-    assert epochs == expected, changed("notebooks/scripts/train_resumable.py (epoch_reader: "
-                                       "shard_id=(rank + epoch) % world with stick_to_shard=True)")
+    assert epochs == expected, changed(
+        "notebooks/scripts/train_resumable.py (epoch_reader: "
+        "shard_id=(rank + epoch) % world with stick_to_shard=True)"
+    )
 
 
 # --- 8. A corrupt JPEG ------------------------------------------------------------------------
+
 
 @pytest.fixture
 def photos_with_a_truncated_jpeg(tmp_path: Path) -> tuple[Path, list[Path], Path]:
@@ -316,8 +352,9 @@ def test_one_corrupt_jpeg_fails_its_whole_batch_on_the_cpu(photos_with_a_truncat
         for jpegs, _ in reader.next_epoch(batch_size=len(files)):
             ndd.decoders.image(jpegs, device="cpu").evaluate()
     relative = victim.relative_to(root).as_posix()
-    assert str(innermost(caught.value)) == f"Failed to decode sample #{files.index(victim)} : {relative}", \
+    assert str(innermost(caught.value)) == f"Failed to decode sample #{files.index(victim)} : {relative}", (
         changed("helpers.data.data_sources (check_image_folder, batch_files and check_decodable)")
+    )
 
 
 @pytest.mark.skipif(gpu_count() == 0, reason="GPU-only finding: DALI finds no GPU on this machine")
@@ -327,20 +364,35 @@ def test_gpu_only_a_truncated_jpeg_decodes_on_the_gpu_without_an_error(photos_wi
     root, files, _ = photos_with_a_truncated_jpeg
     reader, rng = ndd.readers.File(file_root=str(root)), ndd.random.RNG(seed=1)
     with ndd.EvalContext(num_threads=2, device_id=0):  # notebook 05's GPU decoding, as it ran
-        sizes = [ndd.decoders.image_random_crop(
-                     jpegs, device="gpu", output_type=types.RGB, random_area=(0.08, 1.0),
-                     random_aspect_ratio=(0.75, 4 / 3), num_attempts=100, rng=rng,
-                     hw_decoder_load=0.65).evaluate().batch_size
-                 for jpegs, _ in reader.next_epoch(batch_size=len(files))]
-    assert sizes == [len(files)], \
-        changed("helpers.data.data_sources (check_image_folder before a GPU run) and notebook 05, section 8")
+        sizes = [
+            ndd.decoders.image_random_crop(
+                jpegs,
+                device="gpu",
+                output_type=types.RGB,
+                random_area=(0.08, 1.0),
+                random_aspect_ratio=(0.75, 4 / 3),
+                num_attempts=100,
+                rng=rng,
+                hw_decoder_load=0.65,
+            )
+            .evaluate()
+            .batch_size
+            for jpegs, _ in reader.next_epoch(batch_size=len(files))
+        ]
+    assert sizes == [len(files)], changed(
+        "helpers.data.data_sources (check_image_folder before a GPU run) and notebook 05, section 8"
+    )
 
 
 # --- 9. torchdata checkpointing ----------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason="DALI 2.4: ndd.pytorch.nodes.Reader.reset(initial_state) raises "
-                          "\"DALI Dynamic readers don't support checkpointing yet\"")
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="DALI 2.4: ndd.pytorch.nodes.Reader.reset(initial_state) raises "
+    '"DALI Dynamic readers don\'t support checkpointing yet"',
+)
 def test_torchdata_loader_resumes_a_dali_reader_node_from_its_state_dict(lmdb) -> None:
     import torchdata.nodes as tn
     from nvidia.dali.experimental.dynamic.pytorch import nodes
@@ -373,6 +425,7 @@ def test_a_captured_step_makes_hundreds_of_python_calls_into_dali(lmdb) -> None:
     passes through DALI's Python side (the call-site lookup, the result's Batch), which
     notebook 03's profile measured at about half of a captured MNIST step's Python time. The
     count is deterministic; a change beyond 2x either way means DALI changed that side."""
+
     def profiled_epoch() -> float:
         reader, rng = ndd.readers.Caffe2(path=lmdb), ndd.random.RNG(seed=1)
         with ndd.EvalContext(num_threads=2):
@@ -384,14 +437,16 @@ def test_a_captured_step_makes_hundreds_of_python_calls_into_dali(lmdb) -> None:
                 rotate_and_normalize(jpegs, rng).evaluate()
             profile.disable()
         stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
-        calls = sum(count for (file, _, _), (_, count, _, _, _) in stats.items()
-                    if f"nvidia{os.sep}dali" in file)
+        calls = sum(
+            count for (file, _, _), (_, count, _, _, _) in stats.items() if f"nvidia{os.sep}dali" in file
+        )
         return calls / (RECORDS // BATCH)
 
     per_step = in_a_thread(profiled_epoch)
-    assert CALLS_PER_STEP / 2 <= per_step <= CALLS_PER_STEP * 2, \
-        changed("the performance notes (notebook 03's profile, the background-thread knob)") \
+    assert CALLS_PER_STEP / 2 <= per_step <= CALLS_PER_STEP * 2, (
+        changed("the performance notes (notebook 03's profile, the background-thread knob)")
         + f": {per_step:.0f} Python calls into DALI per captured step, {CALLS_PER_STEP} in DALI 2.4.0"
+    )
 
 
 def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -> None:
@@ -405,8 +460,8 @@ def test_get_metadata_before_the_first_epoch_fixes_the_batch_size_at_one(lmdb) -
     batches = fresh.next_epoch(batch_size=100)
     next(iter(batches))
     assert fresh.get_metadata()["epoch_size"] == 1000, (
-        "DALI changed: update docs/pages/dali-behaviour.md (section 12) and "
-        "helpers.toolkit.sharded._shard_of")
+        "DALI changed: update docs/pages/dali-behaviour.md (section 12) and helpers.toolkit.sharded._shard_of"
+    )
     batches.close()
 
 
@@ -415,6 +470,7 @@ def test_two_eager_loops_of_different_contexts_cannot_take_turns(lmdb) -> None:
     entered between batches, so two loops of different contexts that take turns (interleaved
     benchmark trials) break DALI's stack of contexts at the first one's end; notebook 06's
     benchmark gives its trainers one context (``train_resumable.Trainer(ctx=...)``)."""
+
     def turns(ctx_a: ndd.EvalContext, ctx_b: ndd.EvalContext) -> None:
         a = ndd.readers.Caffe2(path=lmdb).next_epoch(batch_size=RECORDS // 2, ctx=ctx_a)
         b = ndd.readers.Caffe2(path=lmdb).next_epoch(batch_size=RECORDS // 2, ctx=ctx_b)
@@ -434,7 +490,8 @@ def test_two_eager_loops_of_different_contexts_cannot_take_turns(lmdb) -> None:
             return error
         return None
 
-    assert isinstance(in_a_thread(different), AssertionError), \
-        changed("notebooks/scripts/train_resumable.py (Trainer's ctx, notebook 06's benchmark)")
+    assert isinstance(in_a_thread(different), AssertionError), changed(
+        "notebooks/scripts/train_resumable.py (Trainer's ctx, notebook 06's benchmark)"
+    )
     shared = ndd.EvalContext(num_threads=1)
     in_a_thread(lambda: turns(shared, shared))  # the workaround: one context for both loops

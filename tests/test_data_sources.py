@@ -54,8 +54,9 @@ def test_dali_extra_when_set(built: Path, tmp_path: Path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("layout", ["missing", "empty", "lfs-pointer"])
-def test_bad_dali_extra_path_names_the_path_and_the_layout(layout: str, tmp_path: Path,
-                                                            built: Path, monkeypatch) -> None:
+def test_bad_dali_extra_path_names_the_path_and_the_layout(
+    layout: str, tmp_path: Path, built: Path, monkeypatch
+) -> None:
     root = tmp_path / "DALI_extra"
     if layout != "missing":
         root.mkdir()
@@ -106,16 +107,18 @@ def test_empty_image_folder(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("damage", ["empty", "not-an-image", "truncated"])
 @pytest.mark.parametrize("decode_up_to", [0, 1000])
-def test_a_broken_file_is_named_and_left_alone(damage: str, decode_up_to: int, built: Path,
-                                               tmp_path: Path) -> None:
+def test_a_broken_file_is_named_and_left_alone(
+    damage: str, decode_up_to: int, built: Path, tmp_path: Path
+) -> None:
     """A header that is no image's is named in a folder of any size; a truncated JPEG (a right
     header) in a folder small enough to decode in full (notebook 01's photos)."""
     folder = tmp_path / "images"
     shutil.copytree(built / "images", folder)
     victim = folder / "space" / "rocket-1.jpg"
     data = victim.read_bytes()
-    victim.write_bytes({"empty": b"", "not-an-image": b"<html>oops</html>",
-                        "truncated": data[: len(data) // 3]}[damage])
+    victim.write_bytes(
+        {"empty": b"", "not-an-image": b"<html>oops</html>", "truncated": data[: len(data) // 3]}[damage]
+    )
     before = _tree(folder)
     if damage == "truncated" and decode_up_to == 0:
         assert len(check_image_folder(folder, decode_up_to=0).files) == 21  # headers only
@@ -124,8 +127,11 @@ def test_a_broken_file_is_named_and_left_alone(damage: str, decode_up_to: int, b
         check_image_folder(folder, decode_up_to=decode_up_to)
     message = str(error.value)
     assert str(victim) in message and "Remove or replace that file" in message
-    assert {"empty": "empty file", "not-an-image": "b'<html>oo'",
-            "truncated": "OSError: image file is truncated"}[damage] in message
+    assert {
+        "empty": "empty file",
+        "not-an-image": "b'<html>oo'",
+        "truncated": "OSError: image file is truncated",
+    }[damage] in message
     assert _tree(folder) == before
 
 

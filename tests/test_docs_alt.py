@@ -19,17 +19,23 @@ from tools.registry import notebook_paths
 
 
 def _png(mime_data: str = "iVBORw0KGgo=") -> str:
-    return (f'<img alt="No description has been provided for this image" '
-            f'src="data:image/png;base64,{mime_data}" width="8"/>')
+    return (
+        f'<img alt="No description has been provided for this image" '
+        f'src="data:image/png;base64,{mime_data}" width="8"/>'
+    )
 
 
 def test_charts_say_their_numbers_and_verdicts() -> None:
     goals = {"capture / eager": {"ratio": 1.69, "ci95": [1.61, 1.78], "goal": 1.6, "verdict": "met"}}
     chart = plots.goal_chart(goals, title="Goal of notebook 02")
-    assert chart.alt == ("Chart of goals, Goal of notebook 02: capture / eager: 1.69x [1.61-1.78] against "
-                         "a goal of 1.6, met.")
-    bars = plots.interval_bars({"slow": [10.0, 11.0, 10.5], "fast": [2000.0, 2100.0, 2050.0]},
-                               xlabel="samples / s", title="Throughput")
+    assert chart.alt == (
+        "Chart of goals, Goal of notebook 02: capture / eager: 1.69x [1.61-1.78] against a goal of 1.6, met."
+    )
+    bars = plots.interval_bars(
+        {"slow": [10.0, 11.0, 10.5], "fast": [2000.0, 2100.0, 2050.0]},
+        xlabel="samples / s",
+        title="Throughput",
+    )
     assert bars.alt.index("fast 2,0") < bars.alt.index("slow 10."), bars.alt  # highest first
     data, metadata = plots.png_at_twice_the_pixels(chart)
     assert metadata["alt"] == chart.alt and metadata["width"] > 0
@@ -55,8 +61,12 @@ def test_ipython_shows_a_chart_with_its_alt_text_in_the_metadata() -> None:
 
 def test_the_page_gets_each_outputs_alt_text_in_order() -> None:
     first = {"data": {"image/png": "x"}, "metadata": {"image/png": {"alt": 'A "b" <c>'}}}
-    notebook = {"cells": [{"outputs": [first]},
-                          {"outputs": [{"data": {"text/plain": "t"}}, {"data": {"image/png": "y"}}]}]}
+    notebook = {
+        "cells": [
+            {"outputs": [first]},
+            {"outputs": [{"data": {"text/plain": "t"}}, {"data": {"image/png": "y"}}]},
+        ]
+    }
     page, problems = with_alt_texts(f"<p>{_png()}</p><p>{_png()}</p>", notebook)
     assert not problems
     assert 'alt="A &quot;b&quot; &lt;c&gt;"' in page
@@ -65,9 +75,21 @@ def test_the_page_gets_each_outputs_alt_text_in_order() -> None:
     assert problems and "alt texts not added" in problems[0]
 
 
-@pytest.mark.parametrize("notebook", [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(
-    strict=True, reason="its committed outputs predate the alt texts: re-run it")) if p.stem in AWAITING_RERUN
-    else pytest.param(p, id=p.stem) for p in notebook_paths()])
+@pytest.mark.parametrize(
+    "notebook",
+    [
+        pytest.param(
+            p,
+            id=p.stem,
+            marks=pytest.mark.xfail(
+                strict=True, reason="its committed outputs predate the alt texts: re-run it"
+            ),
+        )
+        if p.stem in AWAITING_RERUN
+        else pytest.param(p, id=p.stem)
+        for p in notebook_paths()
+    ],
+)
 def test_every_committed_figure_has_an_alt_text(notebook) -> None:
     texts = alt_texts(json.loads(notebook.read_text()))
     missing = [i + 1 for i, text in enumerate(texts) if not text]

@@ -63,8 +63,16 @@ from tools.notebook_tables import render_notebook_table
 from tools.published_comparison import render_published_table
 from tools.registry import notebook_paths
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCREENSHOTS = ROOT / "build" / "site-screenshots"
 TRACEBACK = "Traceback (most recent call last)"
 # nbconvert renders an error output as stderr text; these would be the error styling of other
@@ -102,9 +110,24 @@ PAGES = [re.sub(r"\.(md|ipynb)$", ".html", page) for page in _nav_pages(site_nav
 def mkdocs_build(root: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
     """`make docs`'s command on the checkout ``root``, into ``site_dir``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_MKDOCS_2_WARNING="1")
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                           "-f", str(root / "docs" / "mkdocs.yml"), "-d", str(site_dir)],
-                          cwd=root, env=env, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(root / "docs" / "mkdocs.yml"),
+            "-d",
+            str(site_dir),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -160,17 +183,20 @@ def _status(url: str) -> int:
         return err.code
 
 
-def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path | None = None,
-                  measure: Callable[[Any], dict[str, Any]] | None = None,
-                  ) -> tuple[list[str], list[dict[str, Any]], dict[str, Any]]:
+def page_problems(
+    browser: Any,
+    base_url: str,
+    page_path: str,
+    screenshot: Path | None = None,
+    measure: Callable[[Any], dict[str, Any]] | None = None,
+) -> tuple[list[str], list[dict[str, Any]], dict[str, Any]]:
     """Load one page at 1280x900; what is wrong with it, its <img> elements (src, naturalWidth),
     and what ``measure(page)`` reads off it once it has loaded (the other checks of the page at
     this width, so that it is loaded once)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     measured: dict[str, Any] = {}
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console error: {m.text}")
-            if m.type == "error" else None)
+    page.on("console", lambda m: problems.append(f"console error: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
 
     def route(request_route: Any) -> None:
@@ -186,8 +212,7 @@ def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path 
         response = page.goto(base_url + page_path, wait_until="load")
         if response is None or response.status != 200:
             return [f"HTTP status {response.status if response else None}"], [], measured
-        page.wait_for_function("Array.from(document.images).every(i => i.complete)",
-                               timeout=15_000)
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=15_000)
         page.wait_for_timeout(200)  # late console messages of scripts run on load
         if measure is not None:
             measured = measure(page)
@@ -200,8 +225,9 @@ def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path 
                 page.screenshot(path=str(screenshot.with_name(screenshot.stem + "-first-figure.png")))
 
         images = page.eval_on_selector_all(
-            "img", "els => els.map(e => ({src: (e.getAttribute('src') || '').slice(0, 60),"
-                   " width: e.naturalWidth}))")
+            "img",
+            "els => els.map(e => ({src: (e.getAttribute('src') || '').slice(0, 60), width: e.naturalWidth}))",
+        )
         problems += [f"image did not load: {i['src']}" for i in images if i["width"] <= 0]
 
         if TRACEBACK in page.inner_text("body"):
@@ -209,8 +235,11 @@ def page_problems(browser: Any, base_url: str, page_path: str, screenshot: Path 
         if page.locator(ERROR_SELECTORS).count():
             problems.append("error output styling")
         stderr = page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
-        problems += [f"error text in a stderr output: {t[:200]}" for t in stderr
-                     if re.search(r"^\w*(Error|Exception)\b", t, re.MULTILINE)]
+        problems += [
+            f"error text in a stderr output: {t[:200]}"
+            for t in stderr
+            if re.search(r"^\w*(Error|Exception)\b", t, re.MULTILINE)
+        ]
 
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         internal = sorted({link for link in links if link.startswith(base_url)})
@@ -255,8 +284,9 @@ def _measure_wide(page: Any) -> dict[str, Any]:
             const line = document.querySelector('.md-content .jp-RenderedMarkdown.celltag_bottom-line');
             const box = line && line.closest('.jp-Cell').getBoundingClientRect();
             return box ? [box.top + window.scrollY, box.height] : null; })()"""),
-        "downloads": {a.get_attribute("href"): a.get_attribute("download") is not None
-                      for a in note.locator("a").all()},
+        "downloads": {
+            a.get_attribute("href"): a.get_attribute("download") is not None for a in note.locator("a").all()
+        },
         "note": note.inner_text() if note.count() else "",
         "run_parameters": parameters.inner_text() if parameters.count() else None,
     }
@@ -272,8 +302,9 @@ def wide_view(browser: Any, base_url: str) -> Callable[[str], dict[str, Any]]:
     def view(page_path: str) -> dict[str, Any]:
         if page_path not in loaded:
             shot = SCREENSHOTS / page_path.replace("/", "_").replace(".html", ".png")
-            problems, images, measured = page_problems(browser, base_url, page_path, screenshot=shot,
-                                                       measure=_measure_wide)
+            problems, images, measured = page_problems(
+                browser, base_url, page_path, screenshot=shot, measure=_measure_wide
+            )
             loaded[page_path] = {"problems": problems, "images": images, **measured}
         return loaded[page_path]
 
@@ -282,8 +313,9 @@ def wide_view(browser: Any, base_url: str) -> Callable[[str], dict[str, Any]]:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_url: str,
-                              page_path: str) -> None:
+def test_page_renders_cleanly(
+    wide_view: Callable[[str], dict[str, Any]], base_url: str, page_path: str
+) -> None:
     view = wide_view(page_path)
     problems, images = view["problems"], view["images"]
     assert not problems, f"{page_path}: " + "; ".join(problems)
@@ -297,8 +329,9 @@ def test_page_renders_cleanly(wide_view: Callable[[str], dict[str, Any]], base_u
             html = urllib.request.urlopen(base_url + page_path, timeout=10).read().decode()
             assert "notebook-awaits-rerun" in html, f"{page_path}: no note that it awaits a re-run"
         figures = _figures(notebook)
-        assert figures > 0 and len(images) >= figures, \
+        assert figures > 0 and len(images) >= figures, (
             f"{page_path}: {len(images)} images shown, the notebook has {figures}"
+        )
 
 
 @pytest.mark.browser
@@ -309,13 +342,19 @@ def test_page_checks_catch_a_broken_page(browser: Any, tmp_path: Path) -> None:
         '<img src="missing.png"><img src="https://example.com/x.png">'
         '<script>console.error("boom")</script>'
         "<pre>Traceback (most recent call last):</pre>"
-        '<a href="index.html#nowhere">anchor</a><a href="gone.html">gone</a>')
+        '<a href="index.html#nowhere">anchor</a><a href="gone.html">gone</a>'
+    )
     with serve(tmp_path) as url:
         problems, _, _ = page_problems(browser, url, "bad.html")
     report = "\n".join(problems)
-    for expected in ("console error: boom", "image did not load: missing.png",
-                     "outside the site: https://example.com/x.png", "a rendered traceback",
-                     "gone.html does not resolve", "no anchor #nowhere"):
+    for expected in (
+        "console error: boom",
+        "image did not load: missing.png",
+        "outside the site: https://example.com/x.png",
+        "a rendered traceback",
+        "gone.html does not resolve",
+        "no anchor #nowhere",
+    ):
         assert expected in report, f"{expected!r} not caught:\n{report}"
 
 
@@ -364,8 +403,12 @@ def test_results_page_has_the_tables_and_why_they_differ(browser: Any, base_url:
         assert published.count() == 1
         shown = [h.strip() for h in published.locator("th").all_inner_texts()]
         assert shown == _headers(render_published_table())
-        tops = [goals.bounding_box()["y"], tables.first.bounding_box()["y"], tables.last.bounding_box()["y"],
-                published.bounding_box()["y"]]
+        tops = [
+            goals.bounding_box()["y"],
+            tables.first.bounding_box()["y"],
+            tables.last.bounding_box()["y"],
+            published.bounding_box()["y"],
+        ]
         assert tops == sorted(tops), "the goals, then the tables per notebook, then the published figures"
         # the reasons beside the numbers
         assert page.locator("h2", has_text="differ from the published ones").count() == 1
@@ -480,16 +523,24 @@ def test_reading_checks_catch_a_badly_shaped_page(browser: Any, tmp_path: Path) 
         '<div data-mime-type="application/vnd.jupyter.stderr" style="background: #fdd">'
         "runs: 100%|##########| 74/74 [03:37&lt;00:00]</div>"
         '<div class="jp-OutputArea-output" data-mime-type="application/vnd.jupyter.stderr">'
-        '<pre>\n</pre></div>'
-        '<img style="width: 100px" src="wide.png"></div>')
+        "<pre>\n</pre></div>"
+        '<img style="width: 100px" src="wide.png"></div>'
+    )
     Image.new("L", (800, 10)).save(tmp_path / "wide.png")
     with serve(tmp_path) as url:
         report = "\n".join(reading_problems(browser, url + "bad.html", WIDE))
-    for expected in ("the page scrolls sideways", "wraps mid-word", "not in a scroll box",
-                     "cell tags shown", "injected-parameters cell shown",
-                     "progress bar styled as an error", "an empty output", "code does not fit unwrapped",
-                     "heading not in the table of contents: Exercises",
-                     "a figure of 800 px shown 100 px wide"):
+    for expected in (
+        "the page scrolls sideways",
+        "wraps mid-word",
+        "not in a scroll box",
+        "cell tags shown",
+        "injected-parameters cell shown",
+        "progress bar styled as an error",
+        "an empty output",
+        "code does not fit unwrapped",
+        "heading not in the table of contents: Exercises",
+        "a figure of 800 px shown 100 px wide",
+    ):
         assert expected in report, f"{expected!r} not caught:\n{report}"
 
 
@@ -517,11 +568,15 @@ def figure_problems(figures: list[dict[str, Any]], smallest_px: float = SMALLEST
         if abs(f["shown"] - f["own"]) <= 1:
             wider = f["own"] > f["box"] + 1
             if wider and (f["overflow"] not in ("auto", "scroll") or f["content"] + 1 < f["own"]):
-                problems.append(f"a figure of {f['own']} px in a box of {f['box']} px that does not "
-                                f"scroll ({f['overflow']}): {f['src']}")
+                problems.append(
+                    f"a figure of {f['own']} px in a box of {f['box']} px that does not "
+                    f"scroll ({f['overflow']}): {f['src']}"
+                )
         elif smallest_px * f["shown"] / f["own"] < MIN_TEXT_PX:
-            problems.append(f"a figure of {f['own']} px shown {f['shown']:.0f} px wide: its smallest text "
-                            f"{smallest_px * f['shown'] / f['own']:.1f} px high: {f['src']}")
+            problems.append(
+                f"a figure of {f['own']} px shown {f['shown']:.0f} px wide: its smallest text "
+                f"{smallest_px * f['shown'] / f['own']:.1f} px high: {f['src']}"
+            )
     return problems
 
 
@@ -559,7 +614,8 @@ def test_figure_checks_catch_a_shrunk_figure_and_a_clipped_one(browser: Any, tmp
         '<div class="jp-OutputArea-output"><img style="max-width: 100%" src="chart.png"></div>'
         '<div class="jp-OutputArea-output" style="overflow-x: hidden"><img src="chart.png"></div>'
         '<div class="jp-OutputArea-output" style="overflow-x: auto"><img width="800" src="chart2x.png"></div>'
-        "</div>")
+        "</div>"
+    )
     with serve(tmp_path) as url:
         figures = read_figures(browser, url + "bad.html", PHONE)
     report = "\n".join(figure_problems(figures))
@@ -582,11 +638,14 @@ def test_a_chart_drawn_at_twice_its_pixels_shows_at_its_css_width(browser: Any, 
     root = _copy_checkout(tmp_path, {path.stem})
     path = root / "notebooks" / path.name
     notebook = json.loads(path.read_text())
-    chart = goal_chart({"capture / eager": {"ratio": 1.7, "ci95": [1.5, 2.0], "goal": 1.5, "verdict": "met"}},
-                       title="A chart at twice its pixels")
+    chart = goal_chart(
+        {"capture / eager": {"ratio": 1.7, "ci95": [1.5, 2.0], "goal": 1.5, "verdict": "met"}},
+        title="A chart at twice its pixels",
+    )
     data, metadata = png_at_twice_the_pixels(chart)
-    output = next(o for cell in notebook["cells"] for o in cell.get("outputs", [])
-                  if "image/png" in o.get("data", {}))
+    output = next(
+        o for cell in notebook["cells"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})
+    )
     output["data"]["image/png"] = data
     output["metadata"] = {"image/png": metadata}
     path.write_text(json.dumps(notebook))
@@ -626,8 +685,9 @@ def test_landing_page_table_scrolls_on_a_phone(browser: Any, base_url: str) -> N
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_says_what_its_download_needs(wide_view: Callable[[str], dict[str, Any]], base_url: str,
-                                                    page_path: str) -> None:
+def test_notebook_page_says_what_its_download_needs(
+    wide_view: Callable[[str], dict[str, Any]], base_url: str, page_path: str
+) -> None:
     view = wide_view(page_path)
     name = Path(page_path).with_suffix(".ipynb").name
     assert view["downloads"].get(name) is True, view["downloads"]  # <a download href=name>
@@ -667,16 +727,18 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
     running.write_text(running.read_text() + "\n[gone](no-such-page.md)\n\n![chart](figures/gone.png)\n")
     config = root / "docs" / "mkdocs.yml"
     assert "\n  - Notebooks: []\n" in config.read_text()
-    config.write_text(config.read_text().replace(
-        "\n  - Notebooks: []\n",
-        "\n  - Gone: no-such-nav-page.md\n  - Notebooks:\n      - notebooks/02-capture-mode.ipynb\n"))
+    config.write_text(
+        config.read_text().replace(
+            "\n  - Notebooks: []\n",
+            "\n  - Gone: no-such-nav-page.md\n  - Notebooks:\n      - notebooks/02-capture-mode.ipynb\n",
+        )
+    )
 
     first = root / "notebooks" / "01-getting-started.ipynb"
     nb = json.loads(first.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     code[1]["execution_count"] = None
-    code[2]["outputs"].append({"output_type": "error", "ename": "ValueError", "evalue": "x",
-                               "traceback": []})
+    code[2]["outputs"].append({"output_type": "error", "ename": "ValueError", "evalue": "x", "traceback": []})
     first.write_text(json.dumps(nb))
 
     second = root / "notebooks" / "02-capture-mode.ipynb"
@@ -694,15 +756,20 @@ def test_build_fails_naming_each_fault(tmp_path: Path) -> None:
 
     result = mkdocs_build(root, tmp_path / "site")
     assert result.returncode != 0
-    for expected in ("no-such-page.md", "figures/gone.png",  # Markdown links: MkDocs
-                     "no-such-nav-page.md",  # a nav entry without its file: MkDocs
-                     "mkdocs.yml: the nav's Notebooks section lists",  # the hook: one listed by hand
-                     "01-getting-started.ipynb: not executed in order",  # the hook, from here on
-                     "01-getting-started.ipynb: cell", "error output ValueError",
-                     "02-capture-mode.ipynb: link '00-missing.ipynb'",
-                     "02-capture-mode.ipynb: cell", "an empty or broken figure",
-                     "02-capture-mode.ipynb: its page shows",
-                     "04-scaling-out.ipynb: metadata['dali_tutorials'] lacks"):
+    for expected in (
+        "no-such-page.md",
+        "figures/gone.png",  # Markdown links: MkDocs
+        "no-such-nav-page.md",  # a nav entry without its file: MkDocs
+        "mkdocs.yml: the nav's Notebooks section lists",  # the hook: one listed by hand
+        "01-getting-started.ipynb: not executed in order",  # the hook, from here on
+        "01-getting-started.ipynb: cell",
+        "error output ValueError",
+        "02-capture-mode.ipynb: link '00-missing.ipynb'",
+        "02-capture-mode.ipynb: cell",
+        "an empty or broken figure",
+        "02-capture-mode.ipynb: its page shows",
+        "04-scaling-out.ipynb: metadata['dali_tutorials'] lacks",
+    ):
         assert expected in result.stderr, f"{expected!r} not reported:\n{result.stderr[-4000:]}"
 
 
@@ -715,8 +782,11 @@ def _longest_printout(root: Path) -> tuple[Path, int, int]:
             if "collapse-output" in cell.get("metadata", {}).get("tags", []):
                 continue
             # the page shows a cell's stdout streams as one printout (a flush can split them)
-            text = "".join("".join(o["text"]) for o in cell.get("outputs", [])
-                           if o.get("output_type") == "stream" and o.get("name") == "stdout")
+            text = "".join(
+                "".join(o["text"])
+                for o in cell.get("outputs", [])
+                if o.get("output_type") == "stream" and o.get("name") == "stdout"
+            )
             if text:
                 found.append((len(text.rstrip("\n").splitlines()), path, index))
     lines, path, index = max(found, key=lambda f: f[0])
@@ -758,8 +828,9 @@ def test_a_cell_tagged_collapse_output_shows_its_printout_folded(browser: Any, t
 
 @pytest.mark.slow
 def test_no_built_page_holds_an_absolute_path(site: Path) -> None:
-    texts: dict[str, str] = {str(p.relative_to(site)): p.read_text()
-                             for p in site.rglob("*.html") if p.name != "404.html"}
+    texts: dict[str, str] = {
+        str(p.relative_to(site)): p.read_text() for p in site.rglob("*.html") if p.name != "404.html"
+    }
     for entry in json.loads((site / "search" / "search_index.json").read_text())["docs"]:
         page = entry["location"].split("#")[0] or "index.html"
         texts[page] = texts.get(page, "") + entry["title"] + entry["text"]
@@ -775,12 +846,17 @@ def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
     truncated = AnchorLink("2 · Samples out of a", "2-samples-out-of-a", 2)
     fine = AnchorLink("1 · Read", "1-read", 2)
     middle = AnchorLink("The ceiling, , and a thread", "the-ceiling-and-a-thread", 3)
-    headings = {"1-read": "1 · Read", "2-samples-out-of-a-batch": "2 · Samples out of a Batch",
-                "the-ceiling-nddpytorchnodes-and-a-thread": "The ceiling, ndd.pytorch.nodes, and a thread"}
+    headings = {
+        "1-read": "1 · Read",
+        "2-samples-out-of-a-batch": "2 · Samples out of a Batch",
+        "the-ceiling-nddpytorchnodes-and-a-thread": "The ceiling, ndd.pytorch.nodes, and a thread",
+    }
     repair_toc([fine, truncated, middle], headings)
     assert (truncated.id, truncated.title) == ("2-samples-out-of-a-batch", "2 · Samples out of a Batch")
-    assert (middle.id, middle.title) == ("the-ceiling-nddpytorchnodes-and-a-thread",
-                                         "The ceiling, ndd.pytorch.nodes, and a thread")
+    assert (middle.id, middle.title) == (
+        "the-ceiling-nddpytorchnodes-and-a-thread",
+        "The ceiling, ndd.pytorch.nodes, and a thread",
+    )
     assert fine.id == "1-read"
 
 
@@ -788,28 +864,45 @@ def test_toc_entries_of_headings_with_code_point_at_the_heading() -> None:
 def _cell(tags: list[str], source: str, output: str = "") -> str:
     classes = " ".join(f"celltag_{tag}" for tag in tags)
     chips = "".join(f'<span class="cell-tag">{tag}</span>' for tag in tags)
-    return (f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell jp-CodeCell {classes}">'
-            f'<div class="celltoolbar"><span class="tag-container">{chips}</span></div>'
-            f'<div class="highlight-ipynb"><pre>{source}</pre></div>{output}</div></div>')
+    return (
+        f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell jp-CodeCell {classes}">'
+        f'<div class="celltoolbar"><span class="tag-container">{chips}</span></div>'
+        f'<div class="highlight-ipynb"><pre>{source}</pre></div>{output}</div></div>'
+    )
 
 
 def _stream(text: str, mime: str = "text/plain") -> str:
-    return (f'<div class="jp-OutputArea-output" data-mime-type="{mime}"><pre>{text}</pre></div>')
+    return f'<div class="jp-OutputArea-output" data-mime-type="{mime}"><pre>{text}</pre></div>'
 
 
 def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts() -> None:
     script = "import os\n\n\ndef main() -> None:\n    print(os.getcwd())\n"
-    html = "".join([
-        _cell(["parameters"], 'device = "auto"'),
-        _cell([INJECTED_TAG], '# Parameters\ndevice = "gpu"'),
-        _cell(["nbval-check-output"], "print(1)", _stream("1")),
-        _cell([], "loop()", _stream("runs: 100%|##########| 74/74 [03:37&lt;00:00,  2.94s/run]",
-                                    "application/vnd.jupyter.stderr")),
-        _cell([], "warn()", _stream("UserWarning: 3/4 done", "application/vnd.jupyter.stderr")),
-        _cell(["collapse-output"], "print(SCRIPT.read_text())", _stream(script)),
-    ])
-    notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": [INJECTED_TAG]},
-                           "source": ['# Parameters\n', 'device = "gpu"\n']}]}
+    html = "".join(
+        [
+            _cell(["parameters"], 'device = "auto"'),
+            _cell([INJECTED_TAG], '# Parameters\ndevice = "gpu"'),
+            _cell(["nbval-check-output"], "print(1)", _stream("1")),
+            _cell(
+                [],
+                "loop()",
+                _stream(
+                    "runs: 100%|##########| 74/74 [03:37&lt;00:00,  2.94s/run]",
+                    "application/vnd.jupyter.stderr",
+                ),
+            ),
+            _cell([], "warn()", _stream("UserWarning: 3/4 done", "application/vnd.jupyter.stderr")),
+            _cell(["collapse-output"], "print(SCRIPT.read_text())", _stream(script)),
+        ]
+    )
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {"tags": [INJECTED_TAG]},
+                "source": ["# Parameters\n", 'device = "gpu"\n'],
+            }
+        ]
+    }
     shown = reader_view(html, notebook)
     assert "cell-tag" not in shown and "celltoolbar" not in shown
     assert "celltag_injected-parameters" not in shown
@@ -824,8 +917,10 @@ def test_reader_view_hides_the_test_machinery_and_folds_printed_scripts() -> Non
 
 
 def test_progress_bars_are_told_from_other_stderr() -> None:
-    assert is_progress_bar("\rruns:   0%|          | 0/74 [00:00<?, ?run/s]\r"
-                                 "runs: 100%|##########| 74/74 [03:37<00:00,  2.94s/run]\n")
+    assert is_progress_bar(
+        "\rruns:   0%|          | 0/74 [00:00<?, ?run/s]\r"
+        "runs: 100%|##########| 74/74 [03:37<00:00,  2.94s/run]\n"
+    )
     assert is_progress_bar("epoch 3: 45%|####5     | 4.5k/10.0k [00:01<00:01]")
     assert not is_progress_bar("UserWarning: 50% of the batches were skipped")
     assert not is_progress_bar("runs: 100%|##########| 74/74\nTraceback (most recent call last):")
@@ -833,15 +928,26 @@ def test_progress_bars_are_told_from_other_stderr() -> None:
 
 
 def test_reader_view_folds_highlighted_code_and_drops_empty_outputs() -> None:
-    code = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="text/html">'
-            '<style>pre { line-height: 125%; }</style><div class="highlight"><pre><span class="k">import'
-            '</span> os\n\n<span class="k">def</span> main():\n    pass\n</pre></div></div></div>')
-    empty = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" '
-             'data-mime-type="application/vnd.jupyter.stderr"><pre>\n</pre></div></div>')
-    figure = ('<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="image/png">'
-              '<img src="data:image/png;base64,AAAA"/></div></div>')
-    html = "".join([_cell(["collapse-output"], "Code(SCRIPT.read_text())", code),
-                    _cell([], "loop()", empty + _stream("done")), _cell([], "plot()", figure)])
+    code = (
+        '<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="text/html">'
+        '<style>pre { line-height: 125%; }</style><div class="highlight"><pre><span class="k">import'
+        '</span> os\n\n<span class="k">def</span> main():\n    pass\n</pre></div></div></div>'
+    )
+    empty = (
+        '<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" '
+        'data-mime-type="application/vnd.jupyter.stderr"><pre>\n</pre></div></div>'
+    )
+    figure = (
+        '<div class="jp-OutputArea-child"><div class="jp-OutputArea-output" data-mime-type="image/png">'
+        '<img src="data:image/png;base64,AAAA"/></div></div>'
+    )
+    html = "".join(
+        [
+            _cell(["collapse-output"], "Code(SCRIPT.read_text())", code),
+            _cell([], "loop()", empty + _stream("done")),
+            _cell([], "plot()", figure),
+        ]
+    )
     shown = reader_view(html, {"cells": []})
     folded = re.search(r'<details class="printed-file"><summary>(.*?)</summary>(.*)</details>', shown, re.S)
     assert folded, shown
@@ -854,22 +960,32 @@ def test_reader_view_folds_highlighted_code_and_drops_empty_outputs() -> None:
 def test_reader_view_folds_bookkeeping_code_tables_and_keeps_intervals_whole() -> None:
     def code_cell(tags: list[str], source: str, output: str = "") -> str:  # as mkdocs-jupyter writes one
         classes = " ".join(f"celltag_{tag}" for tag in tags)
-        return (f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell-inputWrapper">'
-                f'<div class="highlight-ipynb"><pre>{source}</pre></div></div>{output}</div>')
+        return (
+            f'<div class="jp-Cell jp-CodeCell {classes}"><div class="jp-Cell-inputWrapper">'
+            f'<div class="highlight-ipynb"><pre>{source}</pre></div></div>{output}</div>'
+        )
 
-    table = ('<div class="jp-OutputArea-output" data-mime-type="text/html"><table class="dataframe">'
-             "<tbody><tr><td>a</td><td>0.12x [0.08-0.16]</td></tr><tr><td>b</td><td>3</td></tr></tbody>"
-             "</table></div>")
-    html = "".join([code_cell(["hide-input"], "import os\nimport sys", _stream("ready")),
-                    code_cell(["hide-input"], "def config():\n    pass\n\n\nclass Point:\n    pass"),
-                    code_cell(["hide-input"], "# the record\nsave()"),
-                    code_cell([], "reader = ndd.readers.File()"),
-                    code_cell(["collapse-output"], "table", table)])
+    table = (
+        '<div class="jp-OutputArea-output" data-mime-type="text/html"><table class="dataframe">'
+        "<tbody><tr><td>a</td><td>0.12x [0.08-0.16]</td></tr><tr><td>b</td><td>3</td></tr></tbody>"
+        "</table></div>"
+    )
+    html = "".join(
+        [
+            code_cell(["hide-input"], "import os\nimport sys", _stream("ready")),
+            code_cell(["hide-input"], "def config():\n    pass\n\n\nclass Point:\n    pass"),
+            code_cell(["hide-input"], "# the record\nsave()"),
+            code_cell([], "reader = ndd.readers.File()"),
+            code_cell(["collapse-output"], "table", table),
+        ]
+    )
     soup = BeautifulSoup(reader_view(html, {"cells": []}), "html.parser")
     summaries = [s.get_text() for s in soup.select("details.folded-input > summary")]
-    assert summaries == ["The imports (2 lines of Python, click to show)",
-                         "The code that defines config, Point (6 lines of Python, click to show)",
-                         "the record (2 lines of Python, click to show)"]
+    assert summaries == [
+        "The imports (2 lines of Python, click to show)",
+        "The code that defines config, Point (6 lines of Python, click to show)",
+        "the record (2 lines of Python, click to show)",
+    ]
     assert soup.select("details.folded-input .jp-Cell-inputWrapper pre")  # the code, inside the fold
     assert "ready" in soup.get_text() and not soup.select("details.folded-input [data-mime-type]")
     assert len(soup.select("details.folded-input")) == 3  # the DALI call stays in view
@@ -893,8 +1009,9 @@ def _bottom_line_height(view: dict[str, Any]) -> float:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_opens_with_its_bottom_line(wide_view: Callable[[str], dict[str, Any]],
-                                                 page_path: str) -> None:
+def test_notebook_page_opens_with_its_bottom_line(
+    wide_view: Callable[[str], dict[str, Any]], page_path: str
+) -> None:
     """The bottom line shows before the first section, at most five lines at 1280 px."""
     view = wide_view(page_path)
     assert view["bottom_line"], f"{page_path}: no bottom line (the cell tagged bottom-line)"
@@ -905,18 +1022,21 @@ def test_notebook_page_opens_with_its_bottom_line(wide_view: Callable[[str], dic
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_is_at_most_20_screens_at_1280_px(wide_view: Callable[[str], dict[str, Any]],
-                                                       page_path: str) -> None:
+def test_notebook_page_is_at_most_20_screens_at_1280_px(
+    wide_view: Callable[[str], dict[str, Any]], page_path: str
+) -> None:
     view = wide_view(page_path)
     height = view["height"] - _bottom_line_height(view)
-    assert height <= MOST_SCREENS * SCREEN, \
+    assert height <= MOST_SCREENS * SCREEN, (
         f"{page_path}: {height / SCREEN:.1f} screens at 1280 px, its bottom line left out"
+    )
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", NOTEBOOK_PAGES)
-def test_notebook_page_starts_its_first_lesson_within_two_screens(wide_view: Callable[[str], dict[str, Any]],
-                                                                  page_path: str) -> None:
+def test_notebook_page_starts_its_first_lesson_within_two_screens(
+    wide_view: Callable[[str], dict[str, Any]], page_path: str
+) -> None:
     """The first section heading after the parameters (a lesson, not the set-up) starts within
     1,800 px at 1280 px, the bottom line left out: the set-up cells are folded (hide-input) and
     the introduction is short."""
@@ -925,8 +1045,9 @@ def test_notebook_page_starts_its_first_lesson_within_two_screens(wide_view: Cal
     assert lessons, f"{page_path}: no section heading after the parameters"
     text, top = lessons[0]
     top -= _bottom_line_height(view)
-    assert top <= FIRST_LESSON_BY, \
+    assert top <= FIRST_LESSON_BY, (
         f"{page_path}: its first lesson, {text!r}, starts at {top:.0f} px, its bottom line left out"
+    )
 
 
 # The lessons-first targets of every notebook (issue 38): the first visible ``ndd.`` call within
@@ -940,14 +1061,20 @@ MOST_PHONE_SCREENS = 28
 MOST_CODE_LINES = 2000
 
 # the notebooks that do not meet a target yet: {target: {page: why}}
-RECIPE_FIRST = ("its recipe (issue 47: the whole loop in one cell, about a screen) came before the cuts "
-                "that make room for it")
+RECIPE_FIRST = (
+    "its recipe (issue 47: the whole loop in one cell, about a screen) came before the cuts "
+    "that make room for it"
+)
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
-    "screens": {f"notebooks/{name}.html": RECIPE_FIRST for name in (
-        "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")},
-    "phone_screens": {f"notebooks/{name}.html": RECIPE_FIRST for name in (
-        "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")},
+    "screens": {
+        f"notebooks/{name}.html": RECIPE_FIRST
+        for name in ("04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")
+    },
+    "phone_screens": {
+        f"notebooks/{name}.html": RECIPE_FIRST
+        for name in ("04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")
+    },
 }
 
 FIRST_NDD_JS = """() => {
@@ -1000,8 +1127,9 @@ def first_ndd(browser: Any, base_url: str) -> Callable[[str], float | None]:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", _pages("first_ndd"))
-def test_the_first_visible_dali_call_is_within_1100_px(first_ndd: Callable[[str], float | None],
-                                                       page_path: str) -> None:
+def test_the_first_visible_dali_call_is_within_1100_px(
+    first_ndd: Callable[[str], float | None], page_path: str
+) -> None:
     top = first_ndd(page_path)
     assert top is not None, f"{page_path}: no visible code cell calls `ndd.`"
     assert top <= FIRST_NDD_BY, f"{page_path}: the first visible `ndd.` is at {top:.0f} px"
@@ -1009,16 +1137,18 @@ def test_the_first_visible_dali_call_is_within_1100_px(first_ndd: Callable[[str]
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", _pages("screens"))
-def test_a_notebook_page_is_at_most_14_screens_at_1280_px(wide_view: Callable[[str], dict[str, Any]],
-                                                         page_path: str) -> None:
+def test_a_notebook_page_is_at_most_14_screens_at_1280_px(
+    wide_view: Callable[[str], dict[str, Any]], page_path: str
+) -> None:
     height = wide_view(page_path)["height"]
     assert height <= TARGET_SCREENS * SCREEN, f"{page_path}: {height / SCREEN:.1f} screens at 1280 px"
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", _pages("phone_screens"))
-def test_a_notebook_page_is_at_most_28_screens_on_a_phone(browser: Any, base_url: str,
-                                                         page_path: str) -> None:
+def test_a_notebook_page_is_at_most_28_screens_on_a_phone(
+    browser: Any, base_url: str, page_path: str
+) -> None:
     page = browser.new_page(viewport=PHONE)
     try:
         page.goto(base_url + page_path, wait_until="load")
@@ -1031,14 +1161,23 @@ def test_a_notebook_page_is_at_most_28_screens_on_a_phone(browser: Any, base_url
 
 def code_lines(notebook: Any) -> int:
     """The non-blank lines of a notebook's code cells."""
-    return sum(1 for cell in notebook.cells if cell.cell_type == "code"
-               for line in cell.source.splitlines() if line.strip())
+    return sum(
+        1
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if line.strip()
+    )
 
 
 def test_code_lines_are_counted_per_non_blank_line_of_code_cells() -> None:
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("a = 1\n\n   \nb = 2"), nbformat.v4.new_markdown_cell("x\ny"),
-        nbformat.v4.new_code_cell("")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("a = 1\n\n   \nb = 2"),
+            nbformat.v4.new_markdown_cell("x\ny"),
+            nbformat.v4.new_code_cell(""),
+        ]
+    )
     assert code_lines(notebook) == 2
 
 

@@ -57,8 +57,10 @@ def test_dali_reads_every_record_with_its_label(small_mnist: Path) -> None:
     assert read_labels == labels[order].tolist()
     assert all(image.shape == (28, 28, 1) for image in read_images)
     # the decoded JPEG is the digit (JPEG is lossy: compare loosely)
-    errors = [np.abs(img[:, :, 0].astype(int) - digits[i].astype(int)).mean()
-              for img, i in zip(read_images, order, strict=True)]
+    errors = [
+        np.abs(img[:, :, 0].astype(int) - digits[i].astype(int)).mean()
+        for img, i in zip(read_images, order, strict=True)
+    ]
     assert max(errors) < 8
 
 
@@ -214,9 +216,12 @@ def _digests(root: Path) -> list[str]:
 
 
 def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "helpers.data.embedded_data", "--data-dir",
-                             str(tmp_path), "--records", "0"], capture_output=True, text=True,
-                            env={**os.environ})
+    result = subprocess.run(
+        [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path), "--records", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
     assert result.returncode == 2
     assert "records must be a positive number" in result.stderr
 
@@ -258,8 +263,10 @@ def photo_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _set_digests(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*.jpg"))}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*.jpg"))
+    }
 
 
 def test_photo_set_distinct_photos_of_imagenet_size_in_balanced_class_folders(photo_set: Path) -> None:
@@ -299,8 +306,9 @@ def test_photo_set_is_what_readers_file_reads_with_the_folders_labels(photo_set:
             assert image.shape == (photo.height, photo.width, 3)
 
 
-def test_photo_set_builds_are_deterministic_in_any_number_of_processes(photo_set: Path,
-                                                                        tmp_path: Path) -> None:
+def test_photo_set_builds_are_deterministic_in_any_number_of_processes(
+    photo_set: Path, tmp_path: Path
+) -> None:
     again = embedded_data.build_photo_set(tmp_path, SET_SIZE, workers=2)  # the process pool
     assert embedded_data.read_manifest(again)["files"] == embedded_data.read_manifest(photo_set)["files"]
     assert _set_digests(again) == _set_digests(photo_set)
@@ -316,8 +324,7 @@ def test_a_small_photo_set_is_the_start_of_a_larger_one_beside_it(photo_set: Pat
     assert small_files.items() <= large_files.items()
 
 
-def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: Path,
-                                                                     monkeypatch) -> None:
+def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: Path, monkeypatch) -> None:
     real = embedded_data._write_photo
     written = []
 
@@ -341,13 +348,26 @@ def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: P
 @pytest.mark.slow
 def test_a_killed_photo_set_build_is_rebuilt_cleanly(tmp_path: Path) -> None:
     """Killed mid-build with its process pool (the whole process group, as a closed terminal)."""
-    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path),
-               "--records", "100", "--photo-set", "512"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "helpers.data.embedded_data",
+        "--data-dir",
+        str(tmp_path),
+        "--records",
+        "100",
+        "--photo-set",
+        "512",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
-    while (len(list(tmp_path.glob(".build-photos-512-*/train/*/*.jpg"))) < 50
-           and process.poll() is None and time.time() < deadline):
+    while (
+        len(list(tmp_path.glob(".build-photos-512-*/train/*/*.jpg"))) < 50
+        and process.poll() is None
+        and time.time() < deadline
+    ):
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()

@@ -33,8 +33,9 @@ def vp9(data_dir: Path):
     return load_video_set(build_video_set(data_dir, codec="vp9", **SMALL))
 
 
-def test_a_build_is_the_same_bytes_every_time_with_a_keyframe_every_gop_frames(data_dir, vp9,
-                                                                             monkeypatch) -> None:
+def test_a_build_is_the_same_bytes_every_time_with_a_keyframe_every_gop_frames(
+    data_dir, vp9, monkeypatch
+) -> None:
     first = read_manifest(vp9.root)["files"]
     assert len(first) == len(vp9.classes) == 7 and all(f.is_file() for f in vp9.files)
     monkeypatch.setattr(embedded_video.os, "cpu_count", lambda: 1)  # one video after the other
@@ -47,8 +48,9 @@ def test_a_build_is_the_same_bytes_every_time_with_a_keyframe_every_gop_frames(d
 def test_dali_decodes_the_vp9_set_on_the_cpu_as_it_was_rendered(vp9) -> None:
     import nvidia.dali.experimental.dynamic as ndd
 
-    reader = ndd.experimental.readers.Video(file_root=str(vp9.root), sequence_length=8, stride=1,
-                                            random_shuffle=False, device="cpu")
+    reader = ndd.experimental.readers.Video(
+        file_root=str(vp9.root), sequence_length=8, stride=1, random_shuffle=False, device="cpu"
+    )
     with ndd.EvalContext(num_threads=2):
         video, labels = next(iter(reader.next_epoch(batch_size=2)))
         clips = [np.asarray(t) for t in video.tensors]
@@ -80,11 +82,14 @@ def test_h264_videos_decode_with_pyav(data_dir: Path) -> None:
     assert keyframes(h264.files[0]) == [0, 8]
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(codec="av1"), "codec must be one of"),
-    (dict(width=95), "even whole number of pixels"),
-    (dict(gop=0), "gop must be a whole number of at least 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(codec="av1"), "codec must be one of"),
+        (dict(width=95), "even whole number of pixels"),
+        (dict(gop=0), "gop must be a whole number of at least 1"),
+    ],
+)
 def test_parameters_that_cannot_make_a_set_say_why(tmp_path: Path, change: dict, message: str) -> None:
     arguments = {"codec": "vp9", **SMALL, **change}
     with pytest.raises(ValueError, match=message):
@@ -97,7 +102,8 @@ def test_first_packets_cuts_a_video_short_without_reencoding(tmp_path: Path) -> 
     from helpers.data.embedded_video import load_video_set
     from helpers.data.video_sources import probe_video
 
-    videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
-                                            per_class=1))
+    videos = load_video_set(
+        build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8, per_class=1)
+    )
     short = first_packets(videos.files[0], tmp_path / "short.mp4", 5)
     assert probe_video(short).frames == 5 and probe_video(short).codec == "vp9"

@@ -36,8 +36,16 @@ def test_environment_yml_mirrors_requirements_txt() -> None:
 
 def test_the_required_packages_are_listed() -> None:
     names = {re.split(r"[=<>!~\[ ]", r)[0].lower() for r in _requirements(REPO_ROOT / "requirements.txt")}
-    assert {"nvidia-dali-cuda120", "torch", "matplotlib", "jupyterlab", "nbval", "papermill",
-            "lmdb", "mlxtend"} <= names
+    assert {
+        "nvidia-dali-cuda120",
+        "torch",
+        "matplotlib",
+        "jupyterlab",
+        "nbval",
+        "papermill",
+        "lmdb",
+        "mlxtend",
+    } <= names
 
 
 def test_ci_runs_the_readme_test_command() -> None:
@@ -49,8 +57,9 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_make_knows_every_target_the_readme_names() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     targets = set(re.findall(r"`make ([a-z-]+)", readme))
-    result = subprocess.run(["make", "-n", "-C", str(REPO_ROOT), *sorted(targets), "SETUP="],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["make", "-n", "-C", str(REPO_ROOT), *sorted(targets), "SETUP="], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -60,8 +69,9 @@ def _makefile_targets() -> set[str]:
 
 
 def test_make_help_lists_every_target() -> None:
-    result = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "help"], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        ["make", "-s", "-C", str(REPO_ROOT), "help"], capture_output=True, text=True, check=True
+    )
     listed = set(re.findall(r"^make ([a-z-]+)", result.stdout, re.M))
     assert listed == _makefile_targets() - {"help"}
 
@@ -75,12 +85,17 @@ def test_every_makefile_variable_is_used() -> None:
 
 def _imported_packages() -> set[str]:
     """Top-level names of the third-party packages the code, the tests and the notebooks import."""
-    sources = [p.read_text() for folder in ("helpers", "tools", "tests", "notebooks")
-               for p in (REPO_ROOT / folder).rglob("*.py")]
+    sources = [
+        p.read_text()
+        for folder in ("helpers", "tools", "tests", "notebooks")
+        for p in (REPO_ROOT / folder).rglob("*.py")
+    ]
     for notebook in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
-        sources += ["\n".join(line for line in cell.source.splitlines()
-                              if not line.lstrip().startswith(("%", "!")))
-                    for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+        sources += [
+            "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for cell in nbformat.read(notebook, as_version=4).cells
+            if cell.cell_type == "code"
+        ]
     names: set[str] = set()
     for source in sources:
         for node in ast.walk(ast.parse(source)):
@@ -88,8 +103,11 @@ def _imported_packages() -> set[str]:
                 names |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    local = {"helpers", "tools", "conftest"} | {p.stem for p in (REPO_ROOT / "tests").glob("*.py")} \
-        | {p.stem for p in (REPO_ROOT / "notebooks" / "scripts").glob("*.py")}  # scripts import each other
+    local = (
+        {"helpers", "tools", "conftest"}
+        | {p.stem for p in (REPO_ROOT / "tests").glob("*.py")}
+        | {p.stem for p in (REPO_ROOT / "notebooks" / "scripts").glob("*.py")}
+    )  # scripts import each other
     return names - set(sys.stdlib_module_names) - local
 
 
@@ -102,8 +120,11 @@ def _top_level_names(distribution: str) -> set[str]:
     listed = dist.read_text("top_level.txt")
     if listed:
         return set(listed.split())
-    return {Path(str(f)).parts[0].removesuffix(".py") for f in dist.files or []
-            if not str(f).startswith("..") and ".dist-info" not in str(f)}
+    return {
+        Path(str(f)).parts[0].removesuffix(".py")
+        for f in dist.files or []
+        if not str(f).startswith("..") and ".dist-info" not in str(f)
+    }
 
 
 def test_every_imported_package_is_declared() -> None:
@@ -132,8 +153,10 @@ def _workflow(name: str) -> dict:
 
 def _commands(workflow: dict) -> dict[str, str]:
     """{job: its `run:` steps, one per line}."""
-    return {job: "\n".join(step["run"] for step in spec.get("steps", []) if "run" in step)
-            for job, spec in workflow["jobs"].items()}
+    return {
+        job: "\n".join(step["run"] for step in spec.get("steps", []) if "run" in step)
+        for job, spec in workflow["jobs"].items()
+    }
 
 
 def test_ci_workflows_run_what_the_readme_and_ci_run_run() -> None:
@@ -150,8 +173,12 @@ def test_ci_workflows_run_what_the_readme_and_ci_run_run() -> None:
     assert "make test-gpu ONLY=04" in gpu["two-gpus"]
     assert "make docs" in docs["build"]
     readme_targets = set(re.findall(r"`make ([a-z-]+)", (REPO_ROOT / "README.md").read_text()))
-    called = {t for jobs in (cpu, gpu, docs, weekly) for text in jobs.values()
-              for t in re.findall(r"\bmake ([a-z-]+)", text)}
+    called = {
+        t
+        for jobs in (cpu, gpu, docs, weekly)
+        for text in jobs.values()
+        for t in re.findall(r"\bmake ([a-z-]+)", text)
+    }
     assert called <= readme_targets, called - readme_targets
     assert called | set(re.findall(r"^make ([a-z-]+)", ci_run, re.M)) <= _makefile_targets()
     assert _workflow("weekly.yml")["jobs"]["gpu"]["uses"] == "./.github/workflows/gpu.yml"
@@ -160,8 +187,10 @@ def test_ci_workflows_run_what_the_readme_and_ci_run_run() -> None:
 def test_the_gpu_tier_runs_on_the_self_hosted_runners_that_the_docs_describe() -> None:
     gpu = _workflow("gpu.yml")
     labels = {job: spec["runs-on"] for job, spec in gpu["jobs"].items()}
-    assert labels == {"test-gpu": ["self-hosted", "linux", "gpu"],
-                      "two-gpus": ["self-hosted", "linux", "gpu", "gpu-x2"]}
+    assert labels == {
+        "test-gpu": ["self-hosted", "linux", "gpu"],
+        "two-gpus": ["self-hosted", "linux", "gpu", "gpu-x2"],
+    }
     assert "pull_request" not in gpu[True]  # `on:` (YAML 1.1 reads it as true): no fork reaches them
     custom = {label for names in labels.values() for label in names} - {"self-hosted", "linux"}
     config = yaml.safe_load((REPO_ROOT / ".github" / "actionlint.yaml").read_text())
@@ -174,11 +203,17 @@ def test_the_gpu_tier_runs_on_the_self_hosted_runners_that_the_docs_describe() -
 
 def test_only_ci_run_pins_torch() -> None:
     """One source for the torch pin: .ci/run; the docs point at it and state no version."""
-    files = [REPO_ROOT / "Makefile", REPO_ROOT / "README.md", REPO_ROOT / "environment.yml",
-             *REPO_ROOT.glob("requirements*.txt"), *(REPO_ROOT / "docs").rglob("*.md"),
-             *WORKFLOWS.glob("*.yml")]
-    pinned = [p.relative_to(REPO_ROOT).as_posix() for p in files
-              if re.search(r"torch(vision)?==", p.read_text())]
+    files = [
+        REPO_ROOT / "Makefile",
+        REPO_ROOT / "README.md",
+        REPO_ROOT / "environment.yml",
+        *REPO_ROOT.glob("requirements*.txt"),
+        *(REPO_ROOT / "docs").rglob("*.md"),
+        *WORKFLOWS.glob("*.yml"),
+    ]
+    pinned = [
+        p.relative_to(REPO_ROOT).as_posix() for p in files if re.search(r"torch(vision)?==", p.read_text())
+    ]
     assert not pinned, f"pin torch in .ci/run only: {pinned}"
     ci_run = (REPO_ROOT / ".ci" / "run").read_text()
     assert re.search(r"^export TORCH=.*torch==[\d.]+ torchvision==[\d.]+", ci_run, re.M)

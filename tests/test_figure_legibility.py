@@ -34,8 +34,7 @@ from helpers.toolkit.display import show_batch
 
 def _batch(count: int, shape: tuple[int, ...]) -> tuple[object, object]:
     rng = np.random.default_rng(count)
-    images = ndd.as_batch([rng.integers(0, 255, shape).astype(np.uint8) for _ in range(count)],
-                          layout="HWC")
+    images = ndd.as_batch([rng.integers(0, 255, shape).astype(np.uint8) for _ in range(count)], layout="HWC")
     labels = ndd.as_batch([np.array([i % 10], dtype=np.int32) for i in range(count)])
     return images, labels
 
@@ -70,12 +69,15 @@ def legibility_problems(figure: Figure) -> list[str]:
 
 
 @pytest.mark.slow  # renders a grid at several sizes: seconds
-@pytest.mark.parametrize(("count", "shape", "arguments"), [
-    (64, (28, 28, 1), {"columns": 16, "size": 0.7}),  # notebook 02's digits
-    (8, (427, 640, 3), {"class_names": list("abcdefghij"), "title": "First batch"}),  # 01
-    (8, (100, 150, 3), {"class_names": list("abcdefghij"), "size": 1.2}),  # 01's corners
-    (40, (28, 28, 1), {"columns": 64, "size": 0.3, "dpi": 40}),  # asked for too much
-])
+@pytest.mark.parametrize(
+    ("count", "shape", "arguments"),
+    [
+        (64, (28, 28, 1), {"columns": 16, "size": 0.7}),  # notebook 02's digits
+        (8, (427, 640, 3), {"class_names": list("abcdefghij"), "title": "First batch"}),  # 01
+        (8, (100, 150, 3), {"class_names": list("abcdefghij"), "size": 1.2}),  # 01's corners
+        (40, (28, 28, 1), {"columns": 64, "size": 0.3, "dpi": 40}),  # asked for too much
+    ],
+)
 def test_grids_are_legible(count: int, shape: tuple[int, ...], arguments: dict) -> None:
     images, labels = _batch(count, shape)
     figure = show_batch(images, labels, **arguments)
@@ -119,10 +121,12 @@ CSS_MIN_X_HEIGHT_PX = 9
 
 def _rates() -> dict[str, list[float]]:
     rng = np.random.default_rng(0)
-    return {"dynamic mode, capture, b64": list(rng.normal(5000, 200, 5)),
-            "pipeline mode": list(rng.normal(5200, 150, 5)),
-            "DataLoader, 8 workers": list(rng.normal(2500, 400, 5)),
-            "ceiling": list(rng.normal(6000, 100, 5))}
+    return {
+        "dynamic mode, capture, b64": list(rng.normal(5000, 200, 5)),
+        "pipeline mode": list(rng.normal(5200, 150, 5)),
+        "DataLoader, 8 workers": list(rng.normal(2500, 400, 5)),
+        "ceiling": list(rng.normal(6000, 100, 5)),
+    }
 
 
 def _goals(wide: bool = False) -> dict[str, dict[str, object]]:
@@ -130,34 +134,52 @@ def _goals(wide: bool = False) -> dict[str, dict[str, object]]:
     results/h200-2026-12-03.json): ratios below their goals, where the old chart wrote
     "0.15x (not met)" and "0.84x (not met)" over the goals' ticks, long names; ``wide``: with
     a wide interval far right too (the axis' scale shrinks)."""
+
     def goal(ratio: float, low: float, high: float, target: float, verdict: str) -> dict[str, object]:
         return {"ratio": ratio, "ci95": [low, high], "goal": target, "verdict": verdict}
 
     wide_one = {"alone: best DALI / best PyAV DataLoader": goal(5.065, 3.513, 7.301, 5, "inconclusive")}
-    return {"fed: best dynamic / ceiling": goal(0.15, 0.141, 0.161, 0.5, "not met"),
-            **(wide_one if wide else {}),
-            "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers":
-                goal(0.857, 0.723, 1.014, 0.95, "inconclusive"),
-            "fed, HEVC: best DALI / training alone": goal(0.842, 0.82, 0.865, 0.95, "not met"),
-            "capture / eager": goal(1.7, 1.5, 2.0, 1.5, "met")}
+    return {
+        "fed: best dynamic / ceiling": goal(0.15, 0.141, 0.161, 0.5, "not met"),
+        **(wide_one if wide else {}),
+        "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": goal(
+            0.857, 0.723, 1.014, 0.95, "inconclusive"
+        ),
+        "fed, HEVC: best DALI / training alone": goal(0.842, 0.82, 0.865, 0.95, "not met"),
+        "capture / eager": goal(1.7, 1.5, 2.0, 1.5, "met"),
+    }
 
 
 CHARTS = {
-    "interval_bars": lambda: plots.interval_bars(_rates(), xlabel="samples / s", title="Confirmation",
-                                                 reference="ceiling"),
-    "interval_bars, log": lambda: plots.interval_bars(_rates(), xlabel="samples / s", title="Alone",
-                                                      log=True),
+    "interval_bars": lambda: plots.interval_bars(
+        _rates(), xlabel="samples / s", title="Confirmation", reference="ceiling"
+    ),
+    "interval_bars, log": lambda: plots.interval_bars(
+        _rates(), xlabel="samples / s", title="Alone", log=True
+    ),
     "goal_chart": lambda: plots.goal_chart(_goals(), title="Goals"),
-    "goal_chart, wide": lambda: plots.goal_chart(_goals(wide=True), title=(
-        "Goals (set for an NVIDIA H200, 1280x720 H.264; this run: NVIDIA H200, h264, 160 frames a video)")),
+    "goal_chart, wide": lambda: plots.goal_chart(
+        _goals(wide=True),
+        title=(
+            "Goals (set for an NVIDIA H200, 1280x720 H.264; this run: NVIDIA H200, h264, 160 frames a video)"
+        ),
+    ),
     "scaling_chart": lambda: plots.scaling_chart(
         {1: [50, 52, 49], 2: [100, 98, 101], 4: [190, 200, 195], 7: [340, 350, 352]},
-        {1: 16, 2: 30, 4: None, 7: 85}, xlabel="readers", ylabel="clips / s", busy_label="NVDEC busy",
-        title="Readers"),
+        {1: 16, 2: 30, 4: None, 7: 85},
+        xlabel="readers",
+        ylabel="clips / s",
+        busy_label="NVDEC busy",
+        title="Readers",
+    ),
     "crossover": lambda: loader_charts.crossover(
-        {"capture": [(64, 5000, 4800, 5100), (256, 7000, 6800, 7100)],
-         "pipeline": [(64, 5200, 5000, 5300), (256, 7200, 7000, 7300)]},
-        ceiling=(8000, 7800, 8100), title="Crossover"),
+        {
+            "capture": [(64, 5000, 4800, 5100), (256, 7000, 6800, 7100)],
+            "pipeline": [(64, 5200, 5000, 5300), (256, 7200, 7000, 7300)],
+        },
+        ceiling=(8000, 7800, 8100),
+        title="Crossover",
+    ),
 }
 
 
@@ -185,8 +207,12 @@ def chart_problems(figure: Figure) -> list[str]:
     problems = []
     data = [extent for ax in figure.axes for extent in _data_extents(ax, renderer)]
     legends = [*figure.legends, *(ax.get_legend() for ax in figure.axes if ax.get_legend())]
-    labels = [(t, t.get_window_extent(renderer)) for ax in figure.axes for t in ax.texts
-              if t.get_visible() and t.get_text().strip()]
+    labels = [
+        (t, t.get_window_extent(renderer))
+        for ax in figure.axes
+        for t in ax.texts
+        if t.get_visible() and t.get_text().strip()
+    ]
     for legend in legends:
         box = legend.get_window_extent(renderer)
         for ax in figure.axes:
@@ -275,7 +301,8 @@ def test_charts_show_at_twice_their_pixels_and_their_own_size() -> None:
 
 
 def test_in_ipython_a_chart_is_a_2x_png_and_another_figure_is_left_alone(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The formatter that IPython's inline backend sets for every Figure (a 1x PNG) stays for
     other figures (show_batch's grids); a Chart gets the 2x PNG with its CSS size."""
     import IPython

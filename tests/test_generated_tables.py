@@ -35,8 +35,11 @@ RESULTS_PAGE = REPO_ROOT / "docs" / "pages" / "results.md"
 def module_blocks(module: Any) -> dict[str, list[str]]:
     """``{command-line option of the page: its block names}`` that a module's command writes."""
     if module is results_table:
-        return {"readme": list(results_table.README_BLOCKS), "results-page": list(results_table.PAGE_BLOCKS),
-                "bottleneck-page": list(results_table.BOTTLENECK_BLOCKS)}
+        return {
+            "readme": list(results_table.README_BLOCKS),
+            "results-page": list(results_table.PAGE_BLOCKS),
+            "bottleneck-page": list(results_table.BOTTLENECK_BLOCKS),
+        }
     return {"readme": [module.BLOCK]}
 
 
@@ -47,26 +50,55 @@ def _notebook(path: Path, meta: dict[str, Any] | None, duration: float | None = 
     if duration is not None:
         metadata["papermill"] = {"duration": duration}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"cells": [], "metadata": metadata, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path.write_text(json.dumps({"cells": [], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}))
 
 
-def _record(path: Path, created: str, notebooks: dict[str, dict[str, Any]],
-            machine: dict[str, Any] | None = None, run: dict[str, Any] | None = None) -> None:
+def _record(
+    path: Path,
+    created: str,
+    notebooks: dict[str, dict[str, Any]],
+    machine: dict[str, Any] | None = None,
+    run: dict[str, Any] | None = None,
+) -> None:
     """A record as tools.run_record.write_record writes it (``run``: how every notebook ran)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    run = run or {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
-                  "command": "python -m tools.suite run", "commit": "abc"}
-    path.write_text(json.dumps({
-        "machine": machine or {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": created[:10],
-        "notebooks": {name: {"created": created, "parameters": {"trials": 2}, "results": {}, "run": run,
-                             "headline": {}, "seconds": None, **fields}
-                      for name, fields in notebooks.items()}}))
+    run = run or {
+        "scale": "full",
+        "device_asked": "auto",
+        "device": "cpu",
+        "parameters": {},
+        "command": "python -m tools.suite run",
+        "commit": "abc",
+    }
+    path.write_text(
+        json.dumps(
+            {
+                "machine": machine or {"gpu": None, "gpu_count": 0, "cpu_count": 2},
+                "date": created[:10],
+                "notebooks": {
+                    name: {
+                        "created": created,
+                        "parameters": {"trials": 2},
+                        "results": {},
+                        "run": run,
+                        "headline": {},
+                        "seconds": None,
+                        **fields,
+                    }
+                    for name, fields in notebooks.items()
+                },
+            }
+        )
+    )
 
 
 def _meta(title: str) -> dict[str, Any]:
-    return {"title": title, "learn": f"what {title} teaches", "needs_gpu": "No: runs on a CPU",
-            "scales": {"ci": {}, "bench": {}}}
+    return {
+        "title": title,
+        "learn": f"what {title} teaches",
+        "needs_gpu": "No: runs on a CPU",
+        "scales": {"ci": {}, "bench": {}},
+    }
 
 
 def test_readme_inventory_matches_the_notebooks() -> None:
@@ -79,8 +111,11 @@ def test_readme_findings_and_the_results_page_match_the_json() -> None:
     assert findings.render_findings() in (REPO_ROOT / "README.md").read_text()
     page = RESULTS_PAGE.read_text()
     prefix = results_table.PAGE_PREFIX
-    for render in (goals_table.render_goals_table, notebook_tables.render_notebook_tables,
-                   published_comparison.render_published_comparison):
+    for render in (
+        goals_table.render_goals_table,
+        notebook_tables.render_notebook_tables,
+        published_comparison.render_published_comparison,
+    ):
         assert render(prefix=prefix) in page
 
 
@@ -96,8 +131,9 @@ def test_the_readme_holds_no_table_of_figures(report_figure) -> None:
 
 def test_the_results_page_has_the_goals_then_the_tables_then_the_published_figures() -> None:
     page = RESULTS_PAGE.read_text()
-    starts = [page.index(f"<!-- {name}:start -->") for name in ("goals", "notebook-tables",
-                                                                 "published-comparison")]
+    starts = [
+        page.index(f"<!-- {name}:start -->") for name in ("goals", "notebook-tables", "published-comparison")
+    ]
     assert starts == sorted(starts)
 
 
@@ -108,31 +144,60 @@ def test_inventory_is_read_from_metadata_and_measured_runs(tmp_path: Path) -> No
     _notebook(tmp_path / "notebooks" / "01-first.ipynb", _meta("First | one"))
     _notebook(tmp_path / "notebooks" / "02-second.ipynb", _meta("Second"))
     # named in the opposite order of their dates: the newer record by date is the one shown
-    _record(tmp_path / "results" / "b.json", "2026-01-01T10:00:00+00:00",
-            {"01-first": {"seconds": 99.0, "headline": {}}})
-    _record(tmp_path / "results" / "a.json", "2026-02-01T10:00:00+00:00",
-            {"01-first": {"seconds": 31.2, "headline": {}}})
-    _record(tmp_path / "results" / "gpu.json", "2026-01-15T10:00:00+00:00",
-            {"01-first": {"seconds": 58.3, "headline": {}}}, machine=H200)
+    _record(
+        tmp_path / "results" / "b.json",
+        "2026-01-01T10:00:00+00:00",
+        {"01-first": {"seconds": 99.0, "headline": {}}},
+    )
+    _record(
+        tmp_path / "results" / "a.json",
+        "2026-02-01T10:00:00+00:00",
+        {"01-first": {"seconds": 31.2, "headline": {}}},
+    )
+    _record(
+        tmp_path / "results" / "gpu.json",
+        "2026-01-15T10:00:00+00:00",
+        {"01-first": {"seconds": 58.3, "headline": {}}},
+        machine=H200,
+    )
     # newer, of one GPU, without notebook 01: notebook 02's runtime comes from there
-    _record(tmp_path / "results" / "gpu-02.json", "2026-01-16T10:00:00+00:00",
-            {"02-second": {"seconds": 100.0, "headline": {}}}, machine={**H200, "gpu_count": 1})
+    _record(
+        tmp_path / "results" / "gpu-02.json",
+        "2026-01-16T10:00:00+00:00",
+        {"02-second": {"seconds": 100.0, "headline": {}}},
+        machine={**H200, "gpu_count": 1},
+    )
     # newer, but at bench scale: not the notebooks' defaults, so not a runtime of the table
-    _record(tmp_path / "results" / "cpu-bench.json", "2026-03-01T10:00:00+00:00",
-            {"01-first": {"seconds": 500.0, "headline": {}}},
-            run={"scale": "bench", "device_asked": "auto", "device": "cpu", "parameters": {}, "command": "x",
-                 "commit": "y"})
+    _record(
+        tmp_path / "results" / "cpu-bench.json",
+        "2026-03-01T10:00:00+00:00",
+        {"01-first": {"seconds": 500.0, "headline": {}}},
+        run={
+            "scale": "bench",
+            "device_asked": "auto",
+            "device": "cpu",
+            "parameters": {},
+            "command": "x",
+            "commit": "y",
+        },
+    )
     table = inventory.render_inventory(tmp_path)
     header = table.splitlines()[0]
     assert header.endswith("| Runtime: CPU only, 2 cores / 2x NVIDIA H200 or NVIDIA H200 |")
     rows = [line for line in table.splitlines() if line.startswith("| 0")]
     assert rows == [
-        ("| 01 | [First \\| one](notebooks/01-first.ipynb) | what First \\| one teaches | "
-         "No: runs on a CPU | 31 s / 58 s |"),
-        ("| 02 | [Second](notebooks/02-second.ipynb) | what Second teaches | No: runs on a CPU | "
-         "— / 1.7 min |")]
-    assert ("[a.json](results/a.json) and [gpu.json](results/gpu.json) and "
-            "[gpu-02.json](results/gpu-02.json)") in table
+        (
+            "| 01 | [First \\| one](notebooks/01-first.ipynb) | what First \\| one teaches | "
+            "No: runs on a CPU | 31 s / 58 s |"
+        ),
+        (
+            "| 02 | [Second](notebooks/02-second.ipynb) | what Second teaches | No: runs on a CPU | "
+            "— / 1.7 min |"
+        ),
+    ]
+    assert (
+        "[a.json](results/a.json) and [gpu.json](results/gpu.json) and [gpu-02.json](results/gpu-02.json)"
+    ) in table
 
 
 def test_inventory_without_records_says_so(tmp_path: Path) -> None:
@@ -150,16 +215,31 @@ def test_inventory_names_a_notebook_without_its_metadata(tmp_path: Path) -> None
 
 def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    _record(results / "a-late.json", "2026-03-02T09:00:00+00:00",
-            {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 2000.0}}}, machine=H200,
-            run={"scale": "full", "device_asked": "gpu", "device": "gpu", "parameters": {}, "command": "x",
-                 "commit": "y"})
-    _record(results / "z-early.json", "2026-03-01T09:00:00+00:00",
-            {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
+    _record(
+        results / "a-late.json",
+        "2026-03-02T09:00:00+00:00",
+        {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 2000.0}}},
+        machine=H200,
+        run={
+            "scale": "full",
+            "device_asked": "gpu",
+            "device": "gpu",
+            "parameters": {},
+            "command": "x",
+            "commit": "y",
+        },
+    )
+    _record(
+        results / "z-early.json",
+        "2026-03-01T09:00:00+00:00",
+        {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}},
+    )
     table = notebook_tables.render_notebook_table("01-getting-started", results)
     header, _, first_row = table.splitlines()[:3]
-    assert header == ("| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) | "
-                      "2x NVIDIA H200, full scale, device gpu (2026-03-02) |")
+    assert header == (
+        "| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) | "
+        "2x NVIDIA H200, full scale, device gpu (2026-03-02) |"
+    )
     # a key that no notebook's metadata labels is its own label (refused in committed records)
     assert first_row == "| cpu_decode_img_s_4_threads | 1,000 | 2,000 |"
     # only notebooks that some record holds get a table
@@ -170,32 +250,59 @@ def test_results_columns_follow_the_recorded_dates_not_the_names(tmp_path: Path)
 def _bench_run_folder(folder: Path) -> Path:
     """What `make bench` (tools.suite bench --device auto) leaves on a machine without a GPU."""
     (folder / "results").mkdir(parents=True)
-    document = {"notebook": "01-getting-started", "created": "2026-12-01T10:00:00+00:00",
-                "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2, "cpu": "x"},
-                "parameters": {"device": "cpu", "threads": 4, "trials": 5},
-                "headline": {"cpu_decode_img_s": 1234.5}, "results": {"reference_threads": 4}}
+    document = {
+        "notebook": "01-getting-started",
+        "created": "2026-12-01T10:00:00+00:00",
+        "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2, "cpu": "x"},
+        "parameters": {"device": "cpu", "threads": 4, "trials": 5},
+        "headline": {"cpu_decode_img_s": 1234.5},
+        "results": {"reference_threads": 4},
+    }
     (folder / "results" / "01-getting-started.json").write_text(json.dumps(document))
-    (folder / "run.json").write_text(json.dumps({
-        "scale": "bench", "device_asked": "auto",
-        "notebooks": {"01-getting-started": {"seconds": 80.0, "ok": True, "error": None,
-                                             "parameters": {"trials": 5},
-                                             "command": "python -m tools.suite bench --device auto",
-                                             "commit": "0123abc"}}}))
+    (folder / "run.json").write_text(
+        json.dumps(
+            {
+                "scale": "bench",
+                "device_asked": "auto",
+                "notebooks": {
+                    "01-getting-started": {
+                        "seconds": 80.0,
+                        "ok": True,
+                        "error": None,
+                        "parameters": {"trials": 5},
+                        "command": "python -m tools.suite bench --device auto",
+                        "commit": "0123abc",
+                    }
+                },
+            }
+        )
+    )
     return folder
 
 
 def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> None:
     root = tmp_path / "checkout"
-    _notebook(root / "notebooks" / "01-getting-started.ipynb", {
-        **_meta("First"),
-        "headline": {"cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)",
-                                          "format": "{:,.0f}"}}})
-    path = run_record.write_record(_bench_run_folder(tmp_path / "run"),
-                                   root / "results" / "cpu-2026-12-01.json")
+    _notebook(
+        root / "notebooks" / "01-getting-started.ipynb",
+        {
+            **_meta("First"),
+            "headline": {
+                "cpu_decode_img_s": {"label": "CPU decode, {threads} threads (img/s)", "format": "{:,.0f}"}
+            },
+        },
+    )
+    path = run_record.write_record(
+        _bench_run_folder(tmp_path / "run"), root / "results" / "cpu-2026-12-01.json"
+    )
     entry = json.loads(path.read_text())["notebooks"]["01-getting-started"]
-    assert entry["run"] == {"scale": "bench", "device_asked": "auto", "device": "cpu",
-                            "parameters": {"trials": 5},
-                            "command": "python -m tools.suite bench --device auto", "commit": "0123abc"}
+    assert entry["run"] == {
+        "scale": "bench",
+        "device_asked": "auto",
+        "device": "cpu",
+        "parameters": {"trials": 5},
+        "command": "python -m tools.suite bench --device auto",
+        "commit": "0123abc",
+    }
     assert entry["seconds"] == 80.0
     table = notebook_tables.render_notebook_table("01-getting-started", root / "results")
     assert "| CPU only, 2 cores, bench scale, device auto → cpu (2026-12-01) |" in table.splitlines()[0]
@@ -206,13 +313,28 @@ def test_a_cpu_bench_record_is_labelled_as_a_cpu_bench_run(tmp_path: Path) -> No
 
 def test_labels_are_filled_from_each_records_parameters(tmp_path: Path) -> None:
     root = tmp_path / "checkout"
-    _notebook(root / "notebooks" / "01-x.ipynb", {
-        **_meta("X"), "headline": {"rate": {"label": "decode, {threads} threads, {reference} (img/s)"},
-                                   "ratio": {"label": "GPU / CPU", "format": "{:.2f}x"}}})
+    _notebook(
+        root / "notebooks" / "01-x.ipynb",
+        {
+            **_meta("X"),
+            "headline": {
+                "rate": {"label": "decode, {threads} threads, {reference} (img/s)"},
+                "ratio": {"label": "GPU / CPU", "format": "{:.2f}x"},
+            },
+        },
+    )
     for name, threads, day in (("a.json", 4, "01"), ("b.json", 8, "02"), ("c.json", 4, "03")):
-        _record(root / "results" / name, f"2026-03-{day}T09:00:00+00:00",
-                {"01-x": {"headline": {"rate": 1000.0 * threads, "ratio": 2.0}, "results": {"reference": "r"},
-                          "parameters": {"threads": threads}}})
+        _record(
+            root / "results" / name,
+            f"2026-03-{day}T09:00:00+00:00",
+            {
+                "01-x": {
+                    "headline": {"rate": 1000.0 * threads, "ratio": 2.0},
+                    "results": {"reference": "r"},
+                    "parameters": {"threads": threads},
+                }
+            },
+        )
     table = notebook_tables.render_notebook_table("01-x", root / "results")
     assert "| decode, 4 threads, r (img/s) | 4,000 | — | 4,000 |" in table
     assert "| decode, 8 threads, r (img/s) | — | 8,000 | — |" in table
@@ -228,27 +350,57 @@ def test_an_older_key_and_a_newer_one_with_the_same_label_share_a_row(tmp_path: 
     root = tmp_path / "checkout"
     label = {"label": "CPU decode, {reference_threads} threads (img/s)", "format": "{:,.0f}"}
     old = {"label": "CPU decode, 4 threads (img/s)", "format": "{:,.0f}"}
-    _notebook(root / "notebooks" / "01-getting-started.ipynb",
-              {**_meta("First"), "headline": {"cpu_decode_img_s": label, "cpu_decode_img_s_4_threads": old}})
-    _record(root / "results" / "old.json", "2026-03-01T09:00:00+00:00",
-            {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}})
-    _record(root / "results" / "new.json", "2026-03-02T09:00:00+00:00",
-            {"01-getting-started": {"headline": {"cpu_decode_img_s": 1500.0},
-                                    "results": {"reference_threads": 4}}})
+    _notebook(
+        root / "notebooks" / "01-getting-started.ipynb",
+        {**_meta("First"), "headline": {"cpu_decode_img_s": label, "cpu_decode_img_s_4_threads": old}},
+    )
+    _record(
+        root / "results" / "old.json",
+        "2026-03-01T09:00:00+00:00",
+        {"01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 1000.0}}},
+    )
+    _record(
+        root / "results" / "new.json",
+        "2026-03-02T09:00:00+00:00",
+        {
+            "01-getting-started": {
+                "headline": {"cpu_decode_img_s": 1500.0},
+                "results": {"reference_threads": 4},
+            }
+        },
+    )
     rows = notebook_tables.render_notebook_table("01-getting-started", root / "results").splitlines()[2:]
     assert rows == ["| CPU decode, 4 threads (img/s) | 1,000 | 1,500 |"]
-    _record(root / "results" / "both.json", "2026-03-03T09:00:00+00:00",
-            {"01-getting-started": {"headline": {"cpu_decode_img_s": 1.0, "cpu_decode_img_s_4_threads": 2.0},
-                                    "results": {"reference_threads": 4}}})
+    _record(
+        root / "results" / "both.json",
+        "2026-03-03T09:00:00+00:00",
+        {
+            "01-getting-started": {
+                "headline": {"cpu_decode_img_s": 1.0, "cpu_decode_img_s_4_threads": 2.0},
+                "results": {"reference_threads": 4},
+            }
+        },
+    )
     with pytest.raises(ValueError, match="another headline key of this record has the label"):
         notebook_tables.render_notebook_table("01-getting-started", root / "results")
 
 
 def test_a_record_without_run_facts_is_refused_naming_what_it_lacks(tmp_path: Path) -> None:
-    (tmp_path / "old.json").write_text(json.dumps({
-        "machine": {"gpu": None, "cpu_count": 2}, "date": "2026-01-01",
-        "notebooks": {"01-getting-started": {"created": "2026-01-01T00:00:00", "parameters": {},
-                                             "headline": {"cpu_decode_img_s": 5.0}}}}))
+    (tmp_path / "old.json").write_text(
+        json.dumps(
+            {
+                "machine": {"gpu": None, "cpu_count": 2},
+                "date": "2026-01-01",
+                "notebooks": {
+                    "01-getting-started": {
+                        "created": "2026-01-01T00:00:00",
+                        "parameters": {},
+                        "headline": {"cpu_decode_img_s": 5.0},
+                    }
+                },
+            }
+        )
+    )
     with pytest.raises(RecordError, match="notebooks.01-getting-started lacks results, seconds, run"):
         notebook_tables.render_notebook_table("01-getting-started", tmp_path)
 
@@ -263,10 +415,15 @@ def test_every_committed_headline_key_has_a_label() -> None:
     """A headline key reaches the README with a label from its notebook's metadata
     (metadata.dali_tutorials.headline); the seed's figures, from the seed's own labels."""
     labels = notebook_tables.headline_labels(REPO_ROOT / "notebooks")
-    missing = sorted({(name, key) for path in (REPO_ROOT / "results").glob("*.json")
-                      for name, nb in json.loads(path.read_text())["notebooks"].items()
-                      for key in nb.get("headline", {})
-                      if path.name != "seed.json" and key not in labels.get(name, {})})
+    missing = sorted(
+        {
+            (name, key)
+            for path in (REPO_ROOT / "results").glob("*.json")
+            for name, nb in json.loads(path.read_text())["notebooks"].items()
+            for key in nb.get("headline", {})
+            if path.name != "seed.json" and key not in labels.get(name, {})
+        }
+    )
     assert not missing, f"label these headline keys in their notebook's metadata: {missing}"
     seed = json.loads((REPO_ROOT / "results" / "seed.json").read_text())["notebooks"]
     assert all(set(nb["labels"]) == set(nb["headline"]) for nb in seed.values())
@@ -277,18 +434,35 @@ def _goal(ratio: float, low: float, high: float, verdict: str | None, **count: i
 
 
 def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
-    goals = {"a / b": _goal(1.7, 1.6, 1.8, "met"), "c / d": _goal(1.4, 1.2, 1.45, "not met"),
-             "e / f": _goal(1.5, 1.4, 1.6, "inconclusive", launches=3)}
+    goals = {
+        "a / b": _goal(1.7, 1.6, 1.8, "met"),
+        "c / d": _goal(1.4, 1.2, 1.45, "not met"),
+        "e / f": _goal(1.5, 1.4, 1.6, "inconclusive", launches=3),
+    }
     # notebook 04 ran on another GPU machine, earlier: its goals come from there
-    _record(tmp_path / "old-gpu.json", "2026-03-01T09:00:00+00:00",
-            {"03-x": {"headline": {}, "results": {"goals": {"old": _goal(9, 8, 10, "met")}}},
-             "04-z": {"headline": {}, "results": {"goals": {"w": _goal(1.9, 1.4, 2.0, "inconclusive",
-                                                                     launches=3)}}}},
-            machine={**H200, "gpu_count": 1})
-    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
-            {"01-y": {"headline": {}}, "03-x": {"headline": {}, "results": {"goals": goals}}}, machine=H200)
-    _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00",
-            {"03-x": {"headline": {}, "results": {"goals": {"cpu": _goal(9, 8, 10, "met")}}}})
+    _record(
+        tmp_path / "old-gpu.json",
+        "2026-03-01T09:00:00+00:00",
+        {
+            "03-x": {"headline": {}, "results": {"goals": {"old": _goal(9, 8, 10, "met")}}},
+            "04-z": {
+                "headline": {},
+                "results": {"goals": {"w": _goal(1.9, 1.4, 2.0, "inconclusive", launches=3)}},
+            },
+        },
+        machine={**H200, "gpu_count": 1},
+    )
+    _record(
+        tmp_path / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {"01-y": {"headline": {}}, "03-x": {"headline": {}, "results": {"goals": goals}}},
+        machine=H200,
+    )
+    _record(
+        tmp_path / "cpu.json",
+        "2026-03-03T09:00:00+00:00",
+        {"03-x": {"headline": {}, "results": {"goals": {"cpu": _goal(9, 8, 10, "met")}}}},
+    )
     table = goals_table.render_goals_table(tmp_path)
     assert table.splitlines()[2:8] == [
         "| 01 · no goals recorded | — | — | — | — | — |",
@@ -296,15 +470,26 @@ def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
         "| 03 · c / d | >= 1.5x | 1.40x | 1.20x–1.45x | not met | 5 trials |",
         "| 03 · e / f | >= 1.5x | 1.50x | 1.40x–1.60x | inconclusive | 3 launches |",
         "| 04 · w | >= 1.5x | 1.90x | 1.40x–2.00x | inconclusive | 3 launches |",
-        ""]
-    assert ("[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → cpu, 2026-03-02); "
-            "[old-gpu.json](results/old-gpu.json) (NVIDIA H200, full scale") in table
+        "",
+    ]
+    assert (
+        "[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → cpu, 2026-03-02); "
+        "[old-gpu.json](results/old-gpu.json) (NVIDIA H200, full scale"
+    ) in table
 
 
 def test_a_goal_without_its_interval_is_refused(tmp_path: Path) -> None:
-    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
-            {"03-x": {"headline": {}, "results": {"goals": {"a / b": {"ratio": 0.84, "goal": 0.95,
-                                                                        "met": False}}}}}, machine=H200)
+    _record(
+        tmp_path / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {
+            "03-x": {
+                "headline": {},
+                "results": {"goals": {"a / b": {"ratio": 0.84, "goal": 0.95, "met": False}}},
+            }
+        },
+        machine=H200,
+    )
     with pytest.raises(ValueError, match="gpu.json, 03-x, goal 'a / b': lacks ci95, verdict, trials"):
         goals_table.render_goals_table(tmp_path)
 
@@ -314,18 +499,24 @@ def test_without_a_gpu_record_the_goals_table_says_so(tmp_path: Path) -> None:
     assert "no record of a GPU machine" in goals_table.render_goals_table(tmp_path)
 
 
-@pytest.mark.parametrize("goal,problem", [
-    (_goal(1.7, 1.6, 1.8, "inconclusive"), "verdict 'inconclusive', but .* says 'met'"),
-    (_goal(1.5, 1.4, 1.6, "met"), "says 'inconclusive'"),
-    (_goal(1.4, 1.2, 1.49, "inconclusive"), "says 'not met'"),
-    (_goal(2.0, 1.6, 1.8, "met"), "ratio 2 lies outside its interval"),
-    ({"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5}, "lacks verdict, trials"),
-])
+@pytest.mark.parametrize(
+    "goal,problem",
+    [
+        (_goal(1.7, 1.6, 1.8, "inconclusive"), "verdict 'inconclusive', but .* says 'met'"),
+        (_goal(1.5, 1.4, 1.6, "met"), "says 'inconclusive'"),
+        (_goal(1.4, 1.2, 1.49, "inconclusive"), "says 'not met'"),
+        (_goal(2.0, 1.6, 1.8, "met"), "ratio 2 lies outside its interval"),
+        ({"ratio": 1.7, "ci95": [1.6, 1.8], "goal": 1.5}, "lacks verdict, trials"),
+    ],
+)
 def test_a_verdict_must_follow_its_interval(tmp_path: Path, goal: dict[str, Any], problem: str) -> None:
-    assert any(re.search(problem, p) for p in goal_check.goal_problems(goal)), \
-        goal_check.goal_problems(goal)
-    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
-            {"03-x": {"headline": {}, "results": {"goals": {"g": goal}}}}, machine=H200)
+    assert any(re.search(problem, p) for p in goal_check.goal_problems(goal)), goal_check.goal_problems(goal)
+    _record(
+        tmp_path / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {"03-x": {"headline": {}, "results": {"goals": {"g": goal}}}},
+        machine=H200,
+    )
     with pytest.raises(ValueError, match=r"gpu.json, 03-x, goal 'g'"):
         goals_table.render_goals_table(tmp_path)
 
@@ -362,36 +553,67 @@ def test_check_fails_on_a_stale_block_and_the_rewrite_fixes_it(module: Any, tmp_
 
 
 def test_goals_that_only_a_cpu_record_holds_are_stated_not_judged(tmp_path: Path) -> None:
-    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00",
-            {"01-y": {"headline": {}, "results": {"goals": {"a / b": _goal(1.7, 1.6, 1.8, "met")}}}},
-            machine=H200)
-    _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00",
-            {"01-y": {"headline": {}, "results": {"goals": {"cpu only": _goal(9, 8, 10, "met")}}},
-             "04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, "inconclusive",
-                                                                         launches=3)}}}})
+    _record(
+        tmp_path / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {"01-y": {"headline": {}, "results": {"goals": {"a / b": _goal(1.7, 1.6, 1.8, "met")}}}},
+        machine=H200,
+    )
+    _record(
+        tmp_path / "cpu.json",
+        "2026-03-03T09:00:00+00:00",
+        {
+            "01-y": {"headline": {}, "results": {"goals": {"cpu only": _goal(9, 8, 10, "met")}}},
+            "04-z": {
+                "headline": {},
+                "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, "inconclusive", launches=3)}},
+            },
+        },
+    )
     rows = [r for r in goals_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 0")]
-    assert rows == ["| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
-                    "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current "
-                    "version | — |"]
+    assert rows == [
+        "| 01 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
+        "| 04 · w / v | >= 1.5x | — | — | not judged: no GPU run of this notebook's current version | — |",
+    ]
     # a GPU machine's record of CPU processes (04 with fewer GPUs than processes) holds no verdict
-    _record(tmp_path / "gpu-cpu-processes.json", "2026-03-04T09:00:00+00:00",
-            {"04-z": {"headline": {},
-                      "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, None, launches=3)}}}},
-            machine=H200)
+    _record(
+        tmp_path / "gpu-cpu-processes.json",
+        "2026-03-04T09:00:00+00:00",
+        {"04-z": {"headline": {}, "results": {"goals": {"w / v": _goal(1.0, 0.4, 2.6, None, launches=3)}}}},
+        machine=H200,
+    )
     rows = [r for r in goals_table.render_goals_table(tmp_path).splitlines() if r.startswith("| 04")]
-    assert rows == ["| 04 · w / v | >= 1.5x | 1.00x | 0.40x–2.60x | not judged: the run's processes were "
-                    "on the CPU | 3 launches |"]
+    assert rows == [
+        "| 04 · w / v | >= 1.5x | 1.00x | 0.40x–2.60x | not judged: the run's processes were "
+        "on the CPU | 3 launches |"
+    ]
 
 
 def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: float) -> Path:
     results = tmp_path / "results"
     results.mkdir()
-    (results / "seed.json").write_text(json.dumps({"notebooks": {
-        "01-getting-started": {"headline": {"cpu_decode_img_s_4_threads": 4000.0,
-                                            "gpu_decode_img_s_4_threads": 16000.0,
-                                            "gpu_over_cpu_4_threads": 4.0}},
-        "02-capture-mode": {"headline": {"eager_samples_per_s": 30000, "capture_samples_per_s": 45000,
-                                         "capture_over_eager": 1.5}}}}))
+    (results / "seed.json").write_text(
+        json.dumps(
+            {
+                "notebooks": {
+                    "01-getting-started": {
+                        "headline": {
+                            "cpu_decode_img_s_4_threads": 4000.0,
+                            "gpu_decode_img_s_4_threads": 16000.0,
+                            "gpu_over_cpu_4_threads": 4.0,
+                        }
+                    },
+                    "02-capture-mode": {
+                        "headline": {
+                            "eager_samples_per_s": 30000,
+                            "capture_samples_per_s": 45000,
+                            "capture_over_eager": 1.5,
+                        }
+                    },
+                }
+            }
+        )
+    )
     seed = json.loads((results / "seed.json").read_text())
     committed = json.loads((REPO_ROOT / "results" / "seed.json").read_text())["notebooks"]
     for name, entry in seed["notebooks"].items():  # the seed labels its own figures
@@ -401,12 +623,28 @@ def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: 
         spec = {"label": "x", **({"interval": interval} if interval else {})}
         key = "gpu_over_cpu" if name.startswith("01") else "capture_over_eager"
         _notebook(tmp_path / "notebooks" / f"{name}.ipynb", {"headline": {key: spec}})
-    _record(results / "gpu.json", "2026-03-02T09:00:00+00:00", {
-        "01-getting-started": {"headline": {"cpu_decode_img_s": 2000.0, "gpu_decode_img_s": 8000.0,
-                                            "gpu_over_cpu": gpu_over_cpu},
-                               "results": {"goals": {"g": _goal(gpu_over_cpu, 3.5, 4.5, "met")}}},
-        "02-capture-mode": {"headline": {"eager_samples_per_s": 10000.0, "capture_samples_per_s": 15000.0,
-                                         "capture_over_eager": capture_over_eager}}}, machine=H200)
+    _record(
+        results / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {
+            "01-getting-started": {
+                "headline": {
+                    "cpu_decode_img_s": 2000.0,
+                    "gpu_decode_img_s": 8000.0,
+                    "gpu_over_cpu": gpu_over_cpu,
+                },
+                "results": {"goals": {"g": _goal(gpu_over_cpu, 3.5, 4.5, "met")}},
+            },
+            "02-capture-mode": {
+                "headline": {
+                    "eager_samples_per_s": 10000.0,
+                    "capture_samples_per_s": 15000.0,
+                    "capture_over_eager": capture_over_eager,
+                }
+            },
+        },
+        machine=H200,
+    )
     return results
 
 
@@ -415,8 +653,10 @@ def test_the_published_comparison_is_computed_from_the_records(tmp_path: Path) -
     assert "reads 2.0 to 3.0 times below" in text  # 4000/2000 .. 30000/10000
     assert "2,000 against 4,000 images/s for CPU decoding in 01" in text
     assert "10,000 against 30,000 samples/s for eager training in 02" in text
-    assert ("The ratios are closer: the GPU decodes 4.10 times (95% interval 3.50-4.50) as fast as the "
-            "CPU at 4 threads here, against 4.00 in the tutorial") in text
+    assert (
+        "The ratios are closer: the GPU decodes 4.10 times (95% interval 3.50-4.50) as fast as the "
+        "CPU at 4 threads here, against 4.00 in the tutorial"
+    ) in text
     assert "capture mode trains 1.60 times as fast as eager mode here, against 1.50" in text
 
 
@@ -430,22 +670,36 @@ def test_the_published_comparison_without_a_gpu_record_says_so(tmp_path: Path) -
 
 
 def test_records_of_alike_machines_on_one_day_are_told_apart_by_their_files(tmp_path: Path) -> None:
-    _record(tmp_path / "h200-day.json", "2026-03-02T09:00:00+00:00",
-            {"01-y": {"headline": {"a": 1.0}}}, machine={**H200, "gpu_count": 1})
-    _record(tmp_path / "h200-day-photos.json", "2026-03-02T10:00:00+00:00",
-            {"05-z": {"headline": {"b": 2.0}}}, machine={**H200, "gpu_count": 1})
+    _record(
+        tmp_path / "h200-day.json",
+        "2026-03-02T09:00:00+00:00",
+        {"01-y": {"headline": {"a": 1.0}}},
+        machine={**H200, "gpu_count": 1},
+    )
+    _record(
+        tmp_path / "h200-day-photos.json",
+        "2026-03-02T10:00:00+00:00",
+        {"05-z": {"headline": {"b": 2.0}}},
+        machine={**H200, "gpu_count": 1},
+    )
     _record(tmp_path / "cpu.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {"a": 3.0}}})
     headings = [c.heading for c in notebook_tables.columns_of(tmp_path)]
-    assert headings == ["NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day.json)",
-                        "NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day-photos.json)",
-                        "CPU only, 2 cores, full scale, device auto → cpu (2026-03-03)"]
+    assert headings == [
+        "NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day.json)",
+        "NVIDIA H200, full scale, device auto → cpu (2026-03-02, h200-day-photos.json)",
+        "CPU only, 2 cores, full scale, device auto → cpu (2026-03-03)",
+    ]
 
 
 def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_path: Path) -> None:
-    _record(tmp_path / "both.json", "2026-03-01T09:00:00+00:00",
-            {"01-y": {"headline": {"a": 1.0}}, "02-z": {"headline": {"b": 2.0}}})
-    _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"02-z": {"headline": {"b": 3.0}}},
-            machine=H200)
+    _record(
+        tmp_path / "both.json",
+        "2026-03-01T09:00:00+00:00",
+        {"01-y": {"headline": {"a": 1.0}}, "02-z": {"headline": {"b": 2.0}}},
+    )
+    _record(
+        tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"02-z": {"headline": {"b": 3.0}}}, machine=H200
+    )
     _record(tmp_path / "empty.json", "2026-03-03T09:00:00+00:00", {"01-y": {"headline": {}}})
     first = notebook_tables.render_notebook_table("01-y", tmp_path).splitlines()
     assert first[0] == "| Figure | CPU only, 2 cores, full scale, device auto → cpu (2026-03-01) |"
@@ -460,14 +714,18 @@ def test_a_notebook_table_has_a_column_only_for_the_records_that_hold_it(tmp_pat
 def test_the_published_table_sets_every_seed_figure_beside_the_newest_gpu_record(tmp_path: Path) -> None:
     results = _published_records(tmp_path, 4.1, 1.6)
     rows = published_comparison.render_published_table(results).splitlines()
-    assert rows[0] == ("| Figure | DALI's tutorials, as published | 2x NVIDIA H200, full scale, "
-                       "device auto → cpu (2026-03-02) |")
+    assert rows[0] == (
+        "| Figure | DALI's tutorials, as published | 2x NVIDIA H200, full scale, "
+        "device auto → cpu (2026-03-02) |"
+    )
     assert "| 01 · CPU decode, 4 threads (img/s) | 4,000 | 2,000 |" in rows
-    assert ("| 01 · GPU / CPU decode, default hw_decoder_load, 4 threads | 4.00x | 4.10x [3.50x–4.50x] |"
-            in rows)
+    assert (
+        "| 01 · GPU / CPU decode, default hw_decoder_load, 4 threads | 4.00x | 4.10x [3.50x–4.50x] |" in rows
+    )
     assert len([r for r in rows if r.startswith("| 0")]) == 6  # every figure of the seed
-    assert published_comparison.render_published_table(results) in \
-        published_comparison.render_published_comparison(results)
+    assert published_comparison.render_published_table(
+        results
+    ) in published_comparison.render_published_comparison(results)
 
 
 # --- the README's findings (tools.findings) ---------------------------------------------------------
@@ -502,15 +760,21 @@ def figures_not_in_their_records(block: str, results_dir: Path) -> list[str]:
         elif not notebooks or not files:
             problems.append(f"names no notebook or no record: {line[:80]}")
             continue
-        held = {shown for name in files
-                for notebook, entry in json.loads((results_dir / name).read_text())["notebooks"].items()
-                if notebook in notebooks or not line.startswith("- ")
-                for shown in _ratios_of(entry.get("results", {}))}
+        held = {
+            shown
+            for name in files
+            for notebook, entry in json.loads((results_dir / name).read_text())["notebooks"].items()
+            if notebook in notebooks or not line.startswith("- ")
+            for shown in _ratios_of(entry.get("results", {}))
+        }
         figures = [f"{r}x [{low}-{high}]" for r, low, high in FIGURE.findall(line)]
         if not figures:
             problems.append(f"shows no figure with its interval: {line[:80]}")
-        problems += [f"{figure} is not a ratio of {', '.join(notebooks)} in {', '.join(files)}: {line[:60]}"
-                     for figure in figures if figure not in held]
+        problems += [
+            f"{figure} is not a ratio of {', '.join(notebooks)} in {', '.join(files)}: {line[:60]}"
+            for figure in figures
+            if figure not in held
+        ]
     return problems
 
 
@@ -540,8 +804,9 @@ def test_a_figure_typed_into_the_findings_is_caught() -> None:
     block = _readme_block(findings.BLOCK)
     shown = FIGURE.search(block)
     assert shown
-    tampered = block.replace(shown.group(0), f"{float(shown.group(1)) + 0.01:.2f}x "
-                                              f"[{shown.group(2)}-{shown.group(3)}]", 1)
+    tampered = block.replace(
+        shown.group(0), f"{float(shown.group(1)) + 0.01:.2f}x [{shown.group(2)}-{shown.group(3)}]", 1
+    )
     assert figures_not_in_their_records(tampered, REPO_ROOT / "results")
 
 
@@ -567,9 +832,16 @@ def test_findings_pick_records_by_what_they_hold_gpu_first(tmp_path: Path) -> No
     results = _misnamed_copies(tmp_path)
     # a newer record of a machine without a GPU that holds notebook 05 does not replace the GPU's
     gpu = json.loads((results / "cpu-old.json").read_text())
-    newer = {"machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": "2027-01-01",
-             "notebooks": {"05-photos-at-scale": {**gpu["notebooks"]["05-photos-at-scale"],
-                                                  "created": "2027-01-01T00:00:00+00:00"}}}
+    newer = {
+        "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2},
+        "date": "2027-01-01",
+        "notebooks": {
+            "05-photos-at-scale": {
+                **gpu["notebooks"]["05-photos-at-scale"],
+                "created": "2027-01-01T00:00:00+00:00",
+            }
+        },
+    }
     (results / "zz-newest.json").write_text(json.dumps(newer))
     by_topic = {f.topic: f for f in findings.findings(results)}
     assert by_topic["ResNet-50 from JPEGs"].records == ("cpu-old.json",)
@@ -590,36 +862,57 @@ def _edit_chosen(results: Path, notebook: str, change: Callable[[dict[str, Any]]
     return path.name
 
 
-@pytest.mark.parametrize("interval,words", [
-    ([1.2, 1.5], "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
-    ([0.9, 1.5], "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
-])
-def test_the_words_of_a_finding_follow_its_interval(tmp_path: Path, interval: list[float],
-                                                     words: str) -> None:
+@pytest.mark.parametrize(
+    "interval,words",
+    [
+        ([1.2, 1.5], "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
+        ([0.9, 1.5], "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
+    ],
+)
+def test_the_words_of_a_finding_follow_its_interval(
+    tmp_path: Path, interval: list[float], words: str
+) -> None:
     results = _misnamed_copies(tmp_path)
-    _edit_chosen(results, "02-capture-mode",
-                 lambda r: r["ratios"]["capture_over_eager"].update(ratio=1.3, ci95=interval))
-    _edit_chosen(results, "03-feeding-pytorch-fast", lambda r: r["goals"][
-        "best dynamic / pipeline mode, same knobs"].update(ratio=1.0, ci95=[0.9, 1.1]))
-    _edit_chosen(results, "05-photos-at-scale", lambda r: r["goals"][
-        findings.R50 + "pipeline mode, same knobs"].update(ratio=0.98, ci95=[0.97, 0.99]))
+    _edit_chosen(
+        results,
+        "02-capture-mode",
+        lambda r: r["ratios"]["capture_over_eager"].update(ratio=1.3, ci95=interval),
+    )
+    _edit_chosen(
+        results,
+        "03-feeding-pytorch-fast",
+        lambda r: r["goals"]["best dynamic / pipeline mode, same knobs"].update(ratio=1.0, ci95=[0.9, 1.1]),
+    )
+    _edit_chosen(
+        results,
+        "05-photos-at-scale",
+        lambda r: r["goals"][findings.R50 + "pipeline mode, same knobs"].update(
+            ratio=0.98, ci95=[0.97, 0.99]
+        ),
+    )
     by_topic = {f.topic: f for f in findings.findings(results)}
     assert words in by_topic["Capture mode"].text
     # dynamic mode not distinguishable from pipeline mode on MNIST, slower on ResNet-50: the answer
     # words each on its own
     short = findings.answer(results).text
-    assert ("does not pay off in place of DALI's pipeline mode at the same knobs (0.98x [0.97-0.99]) on "
-            "ResNet-50 and is not distinguishable from DALI's pipeline mode at the same knobs "
-            "(1.00x [0.90-1.10]) on MNIST.") in short
-    assert by_topic["A light model"].sentences[1] == ("It was not distinguishable from pipeline mode at "
-                                                       "the same knobs (1.00x [0.90-1.10]).")
+    assert (
+        "does not pay off in place of DALI's pipeline mode at the same knobs (0.98x [0.97-0.99]) on "
+        "ResNet-50 and is not distinguishable from DALI's pipeline mode at the same knobs "
+        "(1.00x [0.90-1.10]) on MNIST."
+    ) in short
+    assert by_topic["A light model"].sentences[1] == (
+        "It was not distinguishable from pipeline mode at the same knobs (1.00x [0.90-1.10])."
+    )
 
 
 def test_a_finding_whose_ratio_the_record_lacks_names_it(tmp_path: Path) -> None:
     results = _misnamed_copies(tmp_path)
     name = _edit_chosen(results, "02-capture-mode", lambda r: r["ratios"].pop("capture_over_eager"))
-    with pytest.raises(ValueError, match=rf"{name}: 02-capture-mode records no "
-                                         r"results.ratios.capture_over_eager"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{name}: 02-capture-mode records no "
+        r"results.ratios.capture_over_eager",
+    ):
         findings.render_findings(results)
 
 
@@ -655,8 +948,9 @@ def _cells(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text())["cells"]
 
 
-@pytest.mark.parametrize("notebook", sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "notebook", sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")), ids=lambda p: p.stem
+)
 def test_each_notebook_opens_with_its_bottom_line(notebook: Path) -> None:
     """Right under the title, the cell tagged bottom-line holds what tools.bottom_lines writes from
     the committed records: what to do (one sentence), then 2 or 3 sentences, at most 100 words in
@@ -697,12 +991,15 @@ def test_a_bottom_line_is_stale_when_its_record_or_its_cell_changes_alone(tmp_pa
     assert bottom_lines.update(notebooks, check=True, results_dir=results) == 1
     nb02.write_bytes(committed)
     # the record changed alone (a new run): stale, and the rewrite says what the record says now
-    _edit_chosen(results, "02-capture-mode",
-                 lambda r: r["ratios"]["capture_over_eager"].update(ratio=0.8, ci95=[0.7, 0.9]))
+    _edit_chosen(
+        results,
+        "02-capture-mode",
+        lambda r: r["ratios"]["capture_over_eager"].update(ratio=0.8, ci95=[0.7, 0.9]),
+    )
     assert bottom_lines.update(notebooks, check=True, results_dir=results) == 1
     assert nb02.read_bytes() == committed  # --check writes nothing
     assert bottom_lines.update(notebooks, check=False, results_dir=results) == 0
-    cell, = bottom_lines.tagged_cells(json.loads(nb02.read_text()))  # still one tagged cell, rewritten
+    (cell,) = bottom_lines.tagged_cells(json.loads(nb02.read_text()))  # still one tagged cell, rewritten
     assert "capture mode was slower than eager mode (0.80x [0.70-0.90])" in "".join(cell["source"])
     assert bottom_lines.update(notebooks, check=True, results_dir=results) == 0
 
@@ -718,13 +1015,18 @@ def test_writing_the_bottom_line_touches_no_other_cell(tmp_path: Path) -> None:
     assert bottom_lines.tagged_cells(json.loads(without)) == []
     written = bottom_lines.with_bottom_line(without, "**Bottom line.** new", path.name)
     cells, before = json.loads(written)["cells"], json.loads(without)["cells"]
-    assert cells[1] == {"cell_type": "markdown", "id": bottom_lines.CELL_ID,
-                        "metadata": {"tags": [bottom_lines.TAG]}, "source": ["**Bottom line.** new"]}
+    assert cells[1] == {
+        "cell_type": "markdown",
+        "id": bottom_lines.CELL_ID,
+        "metadata": {"tags": [bottom_lines.TAG]},
+        "source": ["**Bottom line.** new"],
+    }
     assert [cells[0], *cells[2:]] == before
-    assert {k: v for k, v in json.loads(written).items() if k != "cells"} == \
-        {k: v for k, v in json.loads(without).items() if k != "cells"}
+    assert {k: v for k, v in json.loads(written).items() if k != "cells"} == {
+        k: v for k, v in json.loads(without).items() if k != "cells"
+    }
     # the only lines that differ are the cell's: put back, the committed bytes again
-    cell, = bottom_lines.tagged_cells(json.loads(committed))
+    (cell,) = bottom_lines.tagged_cells(json.loads(committed))
     rewritten = bottom_lines.with_bottom_line(written, "".join(cell["source"]), path.name)
     assert rewritten == committed
     # a notebook not in nbformat's layout is refused, not reformatted
@@ -733,11 +1035,13 @@ def test_writing_the_bottom_line_touches_no_other_cell(tmp_path: Path) -> None:
     two = json.loads(committed)
     two["cells"].insert(3, {**two["cells"][1], "id": "another"})
     with pytest.raises(ValueError, match="2 cells tagged bottom-line"):
-        bottom_lines.with_bottom_line(json.dumps(two, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                                      "x", path.name)
+        bottom_lines.with_bottom_line(
+            json.dumps(two, indent=1, sort_keys=True, ensure_ascii=False) + "\n", "x", path.name
+        )
 
 
 # Small fake records, one per notebook family, with the keys each function reads.
+
 
 def _ratio(ratio: float, low: float, high: float, **goal: Any) -> dict[str, Any]:
     return {"ratio": ratio, "ci95": [low, high], "trials": 5, **goal}
@@ -745,73 +1049,114 @@ def _ratio(ratio: float, low: float, high: float, **goal: Any) -> dict[str, Any]
 
 def _fake_entries(ratio: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``{notebook: entry}``: every notebook's entry, each ratio the given one (goals: of 1x)."""
-    goal = {**ratio, "goal": 1.0,
-            "verdict": Ratio(ratio["ratio"], *ratio["ci95"], ratio["trials"], True).verdict(1.0)}
+    goal = {
+        **ratio,
+        "goal": 1.0,
+        "verdict": Ratio(ratio["ratio"], *ratio["ci95"], ratio["trials"], True).verdict(1.0),
+    }
     nb05 = {findings.R50 + k: goal for k in ("best DataLoader", "pipeline mode, same knobs", "ceiling")}
     nb05["cpu: DataLoader / dynamic mode, CPU time per image"] = goal
     resumable = "capture, epoch readers + checkpoints / "
     return {
-        findings.NB01: {"headline": {"best_hw_decoder_load": 0.65},
-                        "results": {"reference_threads": 4, "ratios": {"best_gpu_over_cpu": ratio,
-                                                                       "best_gpu_over_best_cpu": ratio}}},
+        findings.NB01: {
+            "headline": {"best_hw_decoder_load": 0.65},
+            "results": {
+                "reference_threads": 4,
+                "ratios": {"best_gpu_over_cpu": ratio, "best_gpu_over_best_cpu": ratio},
+            },
+        },
         findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio}}},
-        findings.NB03: {"results": {"goals": {"best dynamic / best DataLoader": goal,
-                                              "best dynamic / pipeline mode, same knobs": goal},
-                                    "picks": {"dynamic": {"best": "capture b64", "ties": {}}}}},
-        findings.NB04: {"headline": {"processes": 2},
-                        "results": {"goals": {"weak scaling (all processes / 1 process)": goal}}},
-        findings.NB05: {"parameters": {"image_size": 96},
-                        "results": {"goals": nb05, "picks": {"capture": {"best": "capture, threads 4",
-                                                                          "ties": {}}}}},
-        findings.NB06: {"results": {"steps_per_epoch": 64,
-                                    "resume": {"kill_step": 30, "resumed_from": 20, "bit_identical": True},
-                                    "benchmark": {"ratios": {resumable + "capture": ratio,
-                                                             resumable + "eager + checkpoints": ratio}}}},
-        findings.NB07: {"headline": {"best_dali_nvdec_pct": None},
-                        "parameters": {"codec": "vp9", "clip_frames": 8, "gop": 16, "device": "cpu",
-                                       "resolution": None},
-                        "results": {"goals": {"alone: best DALI / best PyAV DataLoader": goal,
-                                              "fed: best DALI / training alone": goal},
-                                    "picks": {"best DALI": "DALI, 2 readers"},
-                                    "alone": {"configs": {"DALI, 2 readers": {"count": 2}}},
-                                    "sweep": {"dali_over_dataloader": {"160x120, gop 16": ratio}}}},
+        findings.NB03: {
+            "results": {
+                "goals": {
+                    "best dynamic / best DataLoader": goal,
+                    "best dynamic / pipeline mode, same knobs": goal,
+                },
+                "picks": {"dynamic": {"best": "capture b64", "ties": {}}},
+            }
+        },
+        findings.NB04: {
+            "headline": {"processes": 2},
+            "results": {"goals": {"weak scaling (all processes / 1 process)": goal}},
+        },
+        findings.NB05: {
+            "parameters": {"image_size": 96},
+            "results": {"goals": nb05, "picks": {"capture": {"best": "capture, threads 4", "ties": {}}}},
+        },
+        findings.NB06: {
+            "results": {
+                "steps_per_epoch": 64,
+                "resume": {"kill_step": 30, "resumed_from": 20, "bit_identical": True},
+                "benchmark": {
+                    "ratios": {resumable + "capture": ratio, resumable + "eager + checkpoints": ratio}
+                },
+            }
+        },
+        findings.NB07: {
+            "headline": {"best_dali_nvdec_pct": None},
+            "parameters": {"codec": "vp9", "clip_frames": 8, "gop": 16, "device": "cpu", "resolution": None},
+            "results": {
+                "goals": {
+                    "alone: best DALI / best PyAV DataLoader": goal,
+                    "fed: best DALI / training alone": goal,
+                },
+                "picks": {"best DALI": "DALI, 2 readers"},
+                "alone": {"configs": {"DALI, 2 readers": {"count": 2}}},
+                "sweep": {"dali_over_dataloader": {"160x120, gop 16": ratio}},
+            },
+        },
     }
 
 
-def _fake_results(tmp_path: Path, entries: dict[str, dict[str, Any]], machine: dict[str, Any] | None = None
-                  ) -> Path:
+def _fake_results(
+    tmp_path: Path, entries: dict[str, dict[str, Any]], machine: dict[str, Any] | None = None
+) -> Path:
     results = tmp_path / "results"
-    _record(results / "gpu-fake.json", "2026-03-02T09:00:00+00:00",
-            {name: {"headline": {}, "parameters": {}, **entry} for name, entry in entries.items()},
-            machine=machine or {**H200, "gpu_count": 1})
+    _record(
+        results / "gpu-fake.json",
+        "2026-03-02T09:00:00+00:00",
+        {name: {"headline": {}, "parameters": {}, **entry} for name, entry in entries.items()},
+        machine=machine or {**H200, "gpu_count": 1},
+    )
     return results
 
 
 # what each notebook's bottom line says of a ratio of 1.30x [1.20-1.50] (the same for all its figures)
 SAID = {
-    findings.NB01: ["at hw_decoder_load 0.65 (its highest sweep median), GPU decoding of the photographs "
-                    "was faster than CPU decoding at 4 threads (1.30x [1.20-1.50]).",
-                    "Each at its best sweep setting, it was faster than CPU decoding (1.30x [1.20-1.50])."],
-    findings.NB02: ["training on MNIST, capture mode was faster than eager mode (1.30x [1.20-1.50]), on the "
-                    "same batches."],
-    findings.NB03: ["on MNIST, dynamic mode at its best was faster than the best torch DataLoader "
-                    "(1.30x [1.20-1.50]).", "It was faster than pipeline mode at the same knobs "
-                    "(1.30x [1.20-1.50])."],
-    findings.NB04: ["in samples/s, 2 processes under torchrun were faster than one (1.30x [1.20-1.50]), on 1 "
-                    "GPUs."],
-    findings.NB05: ["feeding ResNet-50 (96px crops), dynamic mode at its best was faster than the best torch "
-                    "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
-                    "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
-                    "Alone, PIL in the DataLoader used more CPU time per image than the best capture loop "
-                    "(1.30x [1.20-1.50])."],
-    findings.NB06: ["killed at step 30, training resumed from step 20 bit-identically.",
-                    "Over epochs of 64 steps, resumable capture mode (a new reader each epoch, "
-                    "checkpoints) was faster than capture mode without them (1.30x [1.20-1.50]) and faster "
-                    "than eager mode with checkpoints (1.30x [1.20-1.50])."],
-    findings.NB07: ["on VP9 clips of 8 frames, loading alone, 2 DALI readers, one shard each, were faster "
-                    "than PyAV in the best torch DataLoader (1.30x [1.20-1.50] at 320x240, gop 16; "
-                    "1.30x [1.20-1.50] at 160x120, gop 16, the same DataLoader).",
-                    "Feeding the 3D model, they reached 1.30x [1.20-1.50] of training alone."],
+    findings.NB01: [
+        "at hw_decoder_load 0.65 (its highest sweep median), GPU decoding of the photographs "
+        "was faster than CPU decoding at 4 threads (1.30x [1.20-1.50]).",
+        "Each at its best sweep setting, it was faster than CPU decoding (1.30x [1.20-1.50]).",
+    ],
+    findings.NB02: [
+        "training on MNIST, capture mode was faster than eager mode (1.30x [1.20-1.50]), on the same batches."
+    ],
+    findings.NB03: [
+        "on MNIST, dynamic mode at its best was faster than the best torch DataLoader (1.30x [1.20-1.50]).",
+        "It was faster than pipeline mode at the same knobs (1.30x [1.20-1.50]).",
+    ],
+    findings.NB04: [
+        "in samples/s, 2 processes under torchrun were faster than one (1.30x [1.20-1.50]), on 1 GPUs."
+    ],
+    findings.NB05: [
+        "feeding ResNet-50 (96px crops), dynamic mode at its best was faster than the best torch "
+        "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
+        "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
+        "Alone, PIL in the DataLoader used more CPU time per image than the best capture loop "
+        "(1.30x [1.20-1.50]).",
+    ],
+    findings.NB06: [
+        "killed at step 30, training resumed from step 20 bit-identically.",
+        "Over epochs of 64 steps, resumable capture mode (a new reader each epoch, "
+        "checkpoints) was faster than capture mode without them (1.30x [1.20-1.50]) and faster "
+        "than eager mode with checkpoints (1.30x [1.20-1.50]).",
+    ],
+    findings.NB07: [
+        "on VP9 clips of 8 frames, loading alone, 2 DALI readers, one shard each, were faster "
+        "than PyAV in the best torch DataLoader (1.30x [1.20-1.50] at 320x240, gop 16; "
+        "1.30x [1.20-1.50] at 160x120, gop 16, the same DataLoader).",
+        "Feeding the 3D model, they reached 1.30x [1.20-1.50] of training alone.",
+    ],
 }
 
 
@@ -821,10 +1166,10 @@ ADVISED = {
     findings.NB02: "Train with `next_epoch(capture=True)`",
     findings.NB03: "Feed a light model with DALI, not a DataLoader",
     findings.NB04: "Give each rank a shard of the reader (`num_shards`, `shard_id`) and pad the shards alike "
-                   "(`pad_last_batch=True`)",
+    "(`pad_last_batch=True`)",
     findings.NB05: "Feed ResNet-50 from JPEGs with DALI, not a DataLoader",
     findings.NB06: "Resume a capture loop with a new reader each epoch from DALI's checkpoints inside one of "
-                   "your own",  # resumable capture 1.30x [1.20-1.50] eager with checkpoints
+    "your own",  # resumable capture 1.30x [1.20-1.50] eager with checkpoints
     findings.NB07: "Feed video clips with one DALI reader per hardware decoder, one shard each, not PyAV",
 }
 
@@ -836,57 +1181,80 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     assert set(SAID) == set(findings.NOTEBOOKS)
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     text = bottom_lines.bottom_line(notebook, results)
-    prefix = (f"**Bottom line.** {ADVISED[notebook]}. "
-              "On one NVIDIA H200 ([record](../results/gpu-fake.json)): ")
+    prefix = (
+        f"**Bottom line.** {ADVISED[notebook]}. On one NVIDIA H200 ([record](../results/gpu-fake.json)): "
+    )
     assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
     # the bottom line holds the finding's first sentences (the README's bullet all of them)
-    kept = SAID[notebook][:bottom_lines.FINDING_SENTENCES]
+    kept = SAID[notebook][: bottom_lines.FINDING_SENTENCES]
     assert finding.startswith(" ".join(kept)) or (  # a second sentence only within the budget
-        finding.startswith(kept[0]) and bottom_lines.shown_length(text.replace(kept[0], " ".join(kept)))
-        > bottom_lines.SHOWN_CHARS)
+        finding.startswith(kept[0])
+        and bottom_lines.shown_length(text.replace(kept[0], " ".join(kept))) > bottom_lines.SHOWN_CHARS
+    )
     # each figure of the sentence is a figure of the record, and nothing else is shown
     assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
     readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
     assert readme.sentences == tuple(SAID[notebook]) and readme.records == ("gpu-fake.json",)
 
 
-@pytest.mark.parametrize("notebook,kind,said", [
-    (findings.NB03, "dynamic", "on MNIST, dynamic mode at its picked knobs (a tie in the confirmation) was "),
-    (findings.NB05, "capture", "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (a tie in "
-                               "selection) was "),
-])
-def test_a_pick_from_a_tie_is_not_called_the_best(notebook: str, kind: str, said: str,
-                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "notebook,kind,said",
+    [
+        (
+            findings.NB03,
+            "dynamic",
+            "on MNIST, dynamic mode at its picked knobs (a tie in the confirmation) was ",
+        ),
+        (
+            findings.NB05,
+            "capture",
+            "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (a tie in selection) was ",
+        ),
+    ],
+)
+def test_a_pick_from_a_tie_is_not_called_the_best(
+    notebook: str, kind: str, said: str, tmp_path: Path
+) -> None:
     entries = _fake_entries(_ratio(1.3, 1.2, 1.5))
     entries[notebook]["results"]["picks"][kind]["ties"] = {"other": _ratio(0.9, 0.5, 1.6)}
     finding = {f.topic: f for f in findings.findings(_fake_results(tmp_path, entries))}[
-        findings.NOTEBOOKS[notebook][0]]
+        findings.NOTEBOOKS[notebook][0]
+    ]
     assert finding.sentences[0].startswith(said) and "at its best" not in " ".join(finding.sentences)
     if notebook == findings.NB05:
         assert "than the picked capture loop" in finding.sentences[1]
 
 
-@pytest.mark.parametrize("interval,ratio,words", [
-    ([1.2, 1.5], 1.3, "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
-    ([0.7, 0.9], 0.8, "capture mode was slower than eager mode (0.80x [0.70-0.90])"),
-    ([0.9, 1.5], 1.3, "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
-    ([0.95, 0.999], 0.97, "capture mode was slower than eager mode (0.970x [0.950-0.999])"),
-])
-def test_a_bottom_line_is_worded_by_its_interval(tmp_path: Path, interval: list[float], ratio: float,
-                                                  words: str) -> None:
+@pytest.mark.parametrize(
+    "interval,ratio,words",
+    [
+        ([1.2, 1.5], 1.3, "capture mode was faster than eager mode (1.30x [1.20-1.50])"),
+        ([0.7, 0.9], 0.8, "capture mode was slower than eager mode (0.80x [0.70-0.90])"),
+        ([0.9, 1.5], 1.3, "capture mode was not distinguishable from eager mode (1.30x [0.90-1.50])"),
+        ([0.95, 0.999], 0.97, "capture mode was slower than eager mode (0.970x [0.950-0.999])"),
+    ],
+)
+def test_a_bottom_line_is_worded_by_its_interval(
+    tmp_path: Path, interval: list[float], ratio: float, words: str
+) -> None:
     entries = {findings.NB02: _fake_entries(_ratio(ratio, *interval))[findings.NB02]}
     assert words in bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
 
 
-@pytest.mark.parametrize("interval,verdict", [([1.3, 1.5], "met"), ([1.1, 1.2], "not met"),
-                                              ([1.2, 1.5], "inconclusive")])
-def test_a_bottom_line_states_the_recorded_verdict_of_a_goal(tmp_path: Path, interval: list[float],
-                                                              verdict: str) -> None:
+@pytest.mark.parametrize(
+    "interval,verdict", [([1.3, 1.5], "met"), ([1.1, 1.2], "not met"), ([1.2, 1.5], "inconclusive")]
+)
+def test_a_bottom_line_states_the_recorded_verdict_of_a_goal(
+    tmp_path: Path, interval: list[float], verdict: str
+) -> None:
     ratio = _ratio(sum(interval) / 2, *interval)
     goal = {**ratio, "goal": 1.25, "verdict": verdict}
-    entries = {findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio},
-                                           "goals": {"capture / eager": goal}}}}
+    entries = {
+        findings.NB02: {
+            "results": {"ratios": {"capture_over_eager": ratio}, "goals": {"capture / eager": goal}}
+        }
+    }
     text = bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
     # the goal's figure is the finding's: shown once
     assert text.endswith(f"Its goal, capture / eager of 1.25x or more, is {verdict}.")
@@ -895,11 +1263,19 @@ def test_a_bottom_line_states_the_recorded_verdict_of_a_goal(tmp_path: Path, int
 
 def test_a_verdict_that_its_interval_does_not_give_is_refused(tmp_path: Path) -> None:
     ratio = _ratio(1.4, 1.3, 1.5)
-    entries = {findings.NB02: {"results": {"ratios": {"capture_over_eager": ratio},
-                                           "goals": {"capture / eager": {**ratio, "goal": 1.25,
-                                                                         "verdict": "inconclusive"}}}}}
-    with pytest.raises(ValueError, match=r"gpu-fake.json, 02-capture-mode, goal 'capture / eager': verdict "
-                                         r"'inconclusive', but .* says 'met'"):
+    entries = {
+        findings.NB02: {
+            "results": {
+                "ratios": {"capture_over_eager": ratio},
+                "goals": {"capture / eager": {**ratio, "goal": 1.25, "verdict": "inconclusive"}},
+            }
+        }
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"gpu-fake.json, 02-capture-mode, goal 'capture / eager': verdict "
+        r"'inconclusive', but .* says 'met'",
+    ):
         bottom_lines.bottom_line(findings.NB02, _fake_results(tmp_path, entries))
 
 
@@ -909,58 +1285,80 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     entries[findings.NB03]["results"]["goals"] = {
         "best dynamic / best DataLoader": {**ratio, "goal": 1.1, "verdict": "met"},
         "best dynamic / pipeline mode, same knobs": {**ratio, "goal": 1.25, "verdict": "inconclusive"},
-        "best dynamic / ceiling": {**ratio, "goal": 1.6, "verdict": "not met"}}
+        "best dynamic / ceiling": {**ratio, "goal": 1.6, "verdict": "not met"},
+    }
     entries[findings.NB04]["results"]["goals"] = {  # as nb04_scaling_out.record stores a CPU run
-        "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": None}}
+        "weak scaling (all processes / 1 process)": {**ratio, "goal": 1.9, "verdict": None}
+    }
     cpu = {"gpu": None, "gpu_count": 0, "cpu_count": 2}
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
-    assert text.startswith("**Bottom line.** Feed a light model with DALI, not a DataLoader. Without a GPU "
-                           "([record](../results/gpu-fake.json))")
-    assert text.endswith("Its goals (best dynamic / best DataLoader, best dynamic / pipeline mode, same "
-                         "knobs, best dynamic / ceiling) are stated for GPUs and not judged on this run.")
+    assert text.startswith(
+        "**Bottom line.** Feed a light model with DALI, not a DataLoader. Without a GPU "
+        "([record](../results/gpu-fake.json))"
+    )
+    assert text.endswith(
+        "Its goals (best dynamic / best DataLoader, best dynamic / pipeline mode, same "
+        "knobs, best dynamic / ceiling) are stated for GPUs and not judged on this run."
+    )
     assert "met" not in text  # a CPU run gives no goal a verdict
     scaling = bottom_lines.bottom_line(findings.NB04, results)
     assert "slower" not in scaling and "on 2 CPU cores, not GPU scaling." in scaling
-    assert scaling.endswith("Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not "
-                            "judged on this run.")
+    assert scaling.endswith(
+        "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run."
+    )
     h200 = {"gpu": "NVIDIA H200", "gpu_count": 1, "cpu_count": 16}
     gpu = _fake_results(tmp_path / "gpu", entries, machine=h200)
     assert bottom_lines.bottom_line(findings.NB03, gpu).endswith(
-        "Its goals: 1 met, 1 not met, 1 inconclusive ([all 3](../docs/pages/results.md#the-suites-goals)).")
+        "Its goals: 1 met, 1 not met, 1 inconclusive ([all 3](../docs/pages/results.md#the-suites-goals))."
+    )
     # 04 on a one-GPU machine runs CPU processes: its record holds no verdict, and none is said
     assert bottom_lines.bottom_line(findings.NB04, gpu).endswith(
-        "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run.")
+        "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run."
+    )
 
 
 def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> None:
-    results = _fake_results(tmp_path, {findings.NB02: _fake_entries(_ratio(1.3, 1.2, 1.5))[findings.NB02],
-                                       "08-new": {"results": {}}})
+    results = _fake_results(
+        tmp_path,
+        {findings.NB02: _fake_entries(_ratio(1.3, 1.2, 1.5))[findings.NB02], "08-new": {"results": {}}},
+    )
     assert "No record in `results/` holds 09-newer yet" in bottom_lines.bottom_line("09-newer", results)
-    with pytest.raises(ValueError, match="08-new has a record but is not a notebook of the registry .* "
-                                         "notebooks/NN-slug.ipynb"):
+    with pytest.raises(
+        ValueError,
+        match="08-new has a record but is not a notebook of the registry .* notebooks/NN-slug.ipynb",
+    ):
         bottom_lines.bottom_line("08-new", results)
 
 
-@pytest.mark.parametrize(("interval", "advice"), [
-    ((1.6, 1.5, 1.7), "Train with `next_epoch(capture=True)`"),
-    ((0.95, 0.9, 1.01), "Keep eager mode: capture mode did not pay off here"),
-    ((0.8, 0.7, 0.9), "Keep eager mode: capture mode did not pay off here"),
-])
-def test_a_bottom_line_opens_with_the_advice_its_interval_gives(tmp_path: Path, interval: tuple[float, ...],
-                                                                advice: str) -> None:
+@pytest.mark.parametrize(
+    ("interval", "advice"),
+    [
+        ((1.6, 1.5, 1.7), "Train with `next_epoch(capture=True)`"),
+        ((0.95, 0.9, 1.01), "Keep eager mode: capture mode did not pay off here"),
+        ((0.8, 0.7, 0.9), "Keep eager mode: capture mode did not pay off here"),
+    ],
+)
+def test_a_bottom_line_opens_with_the_advice_its_interval_gives(
+    tmp_path: Path, interval: tuple[float, ...], advice: str
+) -> None:
     """The advice follows the record's interval (capture mode only where it was faster), comes
     first, links the notebook's recipe where it has one, and the figures follow it."""
-    _record(tmp_path / "results" / "gpu.json", "2026-03-02T09:00:00+00:00",
-            {"02-capture-mode": {"results": {"ratios": {"capture_over_eager": _ratio(*interval)}}}},
-            machine=H200)
+    _record(
+        tmp_path / "results" / "gpu.json",
+        "2026-03-02T09:00:00+00:00",
+        {"02-capture-mode": {"results": {"ratios": {"capture_over_eager": _ratio(*interval)}}}},
+        machine=H200,
+    )
     notebook = tmp_path / "notebooks" / "02-capture-mode.ipynb"
     _notebook(notebook, _meta("Capture"))
     chosen = records.newest_gpu_first(tmp_path / "results")
     assert bottom_lines.advice("02-capture-mode", chosen, tmp_path / "results") == f"{advice}. "
     with_recipe = nbformat.read(notebook, as_version=4)
-    with_recipe.cells = [nbformat.v4.new_markdown_cell("## Recipe"),
-                         nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]})]
+    with_recipe.cells = [
+        nbformat.v4.new_markdown_cell("## Recipe"),
+        nbformat.v4.new_code_cell("X = 1\n", metadata={"tags": ["recipe"]}),
+    ]
     nbformat.write(with_recipe, notebook)
     line = bottom_lines.bottom_line("02-capture-mode", tmp_path / "results")
     opening = f"**Bottom line.** {advice} ([the recipe](#recipe)). On 2 NVIDIA H200 GPUs ([record]("
@@ -973,8 +1371,10 @@ def test_resuming_advice_names_the_faster_resumable_loop(tmp_path: Path) -> None
     entry = {"results": {"resume": {"bit_identical": True}, "benchmark": {"ratios": ratios}}}
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
     get = findings.Lookup(records.newest_gpu_first(tmp_path))
-    assert findings.ADVICE["06-checkpoint-resume"](get) == \
-        "Resume an eager loop from DALI's checkpoints inside one of your own"
+    assert (
+        findings.ADVICE["06-checkpoint-resume"](get)
+        == "Resume an eager loop from DALI's checkpoints inside one of your own"
+    )
     ratios.update({"capture, epoch readers + checkpoints / eager + checkpoints": _ratio(1.1, 1.05, 1.15)})
     _record(tmp_path / "gpu.json", "2026-03-02T09:00:00+00:00", {"06-checkpoint-resume": entry}, machine=H200)
     get = findings.Lookup(records.newest_gpu_first(tmp_path))
@@ -989,11 +1389,13 @@ def test_resuming_advice_names_the_faster_resumable_loop(tmp_path: Path) -> None
     assert "did not resume bit-identically" in findings.ADVICE["06-checkpoint-resume"](get)
 
 
-def test_a_bottom_line_keeps_a_second_finding_within_its_budget(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bottom_line_keeps_a_second_finding_within_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The finding's second sentence goes where the cell would pass SHOWN_CHARS as a reader sees it."""
     assert bottom_lines.shown_length("**Bottom line.** Do `x` ([the recipe](#recipe)).") == len(
-        "Bottom line. Do x (the recipe).")
+        "Bottom line. Do x (the recipe)."
+    )
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     second = SAID[findings.NB06][1]
     assert second in bottom_lines.bottom_line(findings.NB06, results)

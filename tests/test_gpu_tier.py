@@ -6,6 +6,7 @@ checked here for having run on the GPU; a notebook's own GPU checks may also sit
 Notebook 04's multi-GPU checks run when the machine had at least 2 GPUs, and say so when it had
 fewer. Checks shared with the CI tier (a notebook's goals, its trials) come from that notebook's
 test file."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -61,8 +62,11 @@ def test_getting_started_timed_every_decoder_and_hw_decoder_load(gpu_results: Re
     document = gpu_results("01-getting-started")
     results, parameters, headline = document.results, document.parameters, document.headline
     ways = results["speed_test"]["ways"]
-    assert [(w["kind"], w["knob"]) for w in ways.values()] == [("cpu", ""), ("gpu", DEFAULT),
-                                                                ("gpu", ALL_TO_HARDWARE)]
+    assert [(w["kind"], w["knob"]) for w in ways.values()] == [
+        ("cpu", ""),
+        ("gpu", DEFAULT),
+        ("gpu", ALL_TO_HARDWARE),
+    ]
     assert results["speed_distinct_images"] == parameters["speed_images"] >= 64
     assert parameters["trials"] >= 5
     check_nb01_ratios(document)  # every ratio, headline figure and the goal, from the recorded trials
@@ -81,7 +85,8 @@ def test_capture_mode_matches_eager_on_the_gpu(gpu_results: Results) -> None:
     results, headline = document.results, document.headline
     assert results["identical_batches"] is True
     assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
-        headline["last_epoch_mean_loss_capture"], rel=1e-4)
+        headline["last_epoch_mean_loss_capture"], rel=1e-4
+    )
     assert results["captured_operators"][:2] == ["Image", "Uniform"]
     check_nb02_ratio(document)  # the goal and headline rates, from the recorded timed epochs
     goal = results["goals"]["capture / eager"]
@@ -104,8 +109,10 @@ def scaling(gpu_results: Results) -> dict:
     found = gpu_results("04-scaling-out")
     gpus = found.machine["gpu_count"]
     if gpus < 2:
-        pytest.skip(f"multi-GPU step not run: the machine had {gpus} GPU(s), notebook 04 needs 2 "
-                    "(it ran its runs on CPU processes and said so)")
+        pytest.skip(
+            f"multi-GPU step not run: the machine had {gpus} GPU(s), notebook 04 needs 2 "
+            "(it ran its runs on CPU processes and said so)"
+        )
     return found
 
 
@@ -119,8 +126,9 @@ def test_runs_used_one_gpu_per_process_with_nccl(scaling: dict) -> None:
         assert len(run["gpus"]) >= processes
     checked = results["coverage_check"]  # the debug launch that records which ranks read what
     assert checked["backend"] == "nccl" and checked["world_size"] == processes
-    assert all(e["coverage"]["complete"] and e["coverage"]["shared_between_ranks"] == 0
-               for e in checked["epochs"])
+    assert all(
+        e["coverage"]["complete"] and e["coverage"]["shared_between_ranks"] == 0 for e in checked["epochs"]
+    )
 
 
 def test_two_gpus_learn_like_one_with_the_same_global_batch(scaling: dict) -> None:
@@ -161,8 +169,9 @@ def test_more_processes_than_gpus_is_refused_by_the_script(scaling: dict, tmp_pa
         pytest.skip("this check launches on the GPU machine itself")
     data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", 256)
     with pytest.raises(LaunchError) as failed:
-        run_torchrun(SCRIPT, ["--data", data, "--device", "gpu", "--epochs", "2"], gpus + 1,
-                     timeout=180, echo=False)
+        run_torchrun(
+            SCRIPT, ["--data", data, "--device", "gpu", "--epochs", "2"], gpus + 1, timeout=180, echo=False
+        )
     assert f"Use --nproc-per-node={gpus} or fewer" in str(failed.value)
 
 
@@ -223,8 +232,11 @@ def test_the_loaders_agree_and_a_corrupt_file_is_named_on_the_gpu(gpu_results: R
 def _identical(result: dict) -> bool:
     """What the suite states for the GPU (torch.use_deterministic_algorithms in the script): the
     resumed run bit-identical to the uninterrupted one; the record keeps the gaps if not."""
-    return result["bit_identical"] is True and result["largest_loss_gap"] == 0.0 \
+    return (
+        result["bit_identical"] is True
+        and result["largest_loss_gap"] == 0.0
         and result["largest_weight_gap"] == 0.0
+    )
 
 
 def test_resumes_on_the_gpu_are_bit_identical(gpu_results: Results) -> None:
@@ -235,8 +247,7 @@ def test_resumes_on_the_gpu_are_bit_identical(gpu_results: Results) -> None:
         assert results[name]["signal"] == "SIGKILL" and _identical(results[name]), (name, results[name])
     assert _identical(results["resume"]["fallback"])
     assert results["resume"]["corrupt_checkpoint_rejected"] is True
-    assert all(case["refused"] for name, case in results["bad_inputs"].items()
-               if name != "truncated_newest")
+    assert all(case["refused"] for name, case in results["bad_inputs"].items() if name != "truncated_newest")
 
 
 def test_the_ranks_use_one_gpu_each_when_there_are_enough(gpu_results: Results) -> None:
@@ -265,14 +276,33 @@ def test_the_committed_h200_records_pass_the_gpu_tier(tmp_path: Path) -> None:
     log = RunLog("full", "gpu")
     for name, record in runtimes()[True].items():
         entry = record.notebooks[name]
-        NotebookResults(name, entry.created, record.machine, entry.parameters, entry.headline,
-                        entry.results).write(tmp_path / "results")
-        log.notebooks[name] = LoggedNotebook(entry.seconds or 0.0, True, None, entry.run.parameters,
-                                             entry.run.command, entry.run.commit)
+        NotebookResults(
+            name, entry.created, record.machine, entry.parameters, entry.headline, entry.results
+        ).write(tmp_path / "results")
+        log.notebooks[name] = LoggedNotebook(
+            entry.seconds or 0.0, True, None, entry.run.parameters, entry.run.command, entry.run.commit
+        )
     log.write(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                           "--gpu-run", str(tmp_path), str(Path(__file__))],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "gpu",
+            "--gpu-run",
+            str(tmp_path),
+            str(Path(__file__)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
 
@@ -290,8 +320,11 @@ def test_video_one_reader_keeps_one_hardware_decoder_busy_and_more_readers_more(
     results, parameters = document.results, document.parameters
     engines = video_decoders(results["gpu"], say=lambda _: None)
     counts, ways = results["readers_of_way"], results["alone"]["ways"]
-    busy = {counts[name]: sum(t["nvdec_pct"] for t in way["trials"]) / len(way["trials"])
-            for name, way in ways.items() if way["kind"] == "dali" and "eager" not in name}
+    busy = {
+        counts[name]: sum(t["nvdec_pct"] for t in way["trials"]) / len(way["trials"])
+        for name, way in ways.items()
+        if way["kind"] == "dali" and "eager" not in name
+    }
     assert set(busy) == set(parameters["reader_counts"]), busy
     one_engine = 100 / engines
     assert busy[1] <= 1.5 * one_engine, f"one reader kept NVDEC {busy[1]:.0f}% busy: more than one engine"

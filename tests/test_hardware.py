@@ -79,9 +79,16 @@ def test_with_nvml_it_records_each_engine_the_gpu_reports(monkeypatch) -> None:
     assert not sampler.available
 
 
-@pytest.mark.parametrize(("name", "count"), [("NVIDIA H200", 7), ("NVIDIA H100 80GB HBM3", 7),
-                                             ("NVIDIA GH200 480GB", 7), ("NVIDIA A100-SXM4-80GB", 5),
-                                             ("NVIDIA A30", 4)])
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("NVIDIA H200", 7),
+        ("NVIDIA H100 80GB HBM3", 7),
+        ("NVIDIA GH200 480GB", 7),
+        ("NVIDIA A100-SXM4-80GB", 5),
+        ("NVIDIA A30", 4),
+    ],
+)
 def test_video_decoders_by_gpu_name(name: str, count: int) -> None:
     assert video_decoders(name, say=pytest.fail) == count
 

@@ -46,8 +46,9 @@ def way(name, log, **kw):
 
 def quick(**kw):
     """A harness whose trials are one epoch's worth unless told otherwise (no least duration)."""
-    return Harness(say=lambda _: None, min_seconds=kw.pop("min_seconds", 0),
-                   min_batches=kw.pop("min_batches", 1), **kw)
+    return Harness(
+        say=lambda _: None, min_seconds=kw.pop("min_seconds", 0), min_batches=kw.pop("min_batches", 1), **kw
+    )
 
 
 def test_every_loader_is_made_and_warmed_up_before_the_first_timed_trial(monkeypatch):
@@ -63,8 +64,14 @@ def test_every_loader_is_made_and_warmed_up_before_the_first_timed_trial(monkeyp
     harness.trial = trial
     harness.run([way("a", log), way("b", log), way("c", log)], 2, label="alone")
     first_timed = timed[0]
-    assert log[:first_timed] == [("make", "a"), ("epoch", "a"), ("make", "b"), ("epoch", "b"),
-                                 ("make", "c"), ("epoch", "c")]
+    assert log[:first_timed] == [
+        ("make", "a"),
+        ("epoch", "a"),
+        ("make", "b"),
+        ("epoch", "b"),
+        ("make", "c"),
+        ("epoch", "c"),
+    ]
     assert [e for e in log if e[0] == "make"] == [("make", "a"), ("make", "b"), ("make", "c")]
 
 
@@ -75,7 +82,7 @@ def test_rounds_run_every_way_once_in_a_seeded_random_order_that_is_recorded(mon
     ways = [way(n, log) for n in "abcd"]
     results = harness.run(ways, 6, label="alone")
     timed = [name for kind, name in log if kind == "epoch"][4:]  # after the four warm-ups
-    rounds = [timed[4 * k:4 * k + 4] for k in range(6)]
+    rounds = [timed[4 * k : 4 * k + 4] for k in range(6)]
     assert rounds == results.orders and all(sorted(r) == list("abcd") for r in rounds)
     assert len({tuple(r) for r in rounds}) > 1  # not one order six times
     expected = random.Random("0:alone")
@@ -131,8 +138,9 @@ def test_ratios_pair_rounds_and_picks_follow_the_interval():
 
 
 def test_the_table_shows_rates_with_intervals_and_the_hardware_where_read():
-    table = fake({"a": [100, 110, 105, 98]}, gpu_pct=50.0, nvjpg_pct=70.0, nvdec_pct=None,
-                 cpu_pct=20.0).table()
+    table = fake(
+        {"a": [100, 110, 105, 98]}, gpu_pct=50.0, nvjpg_pct=70.0, nvdec_pct=None, cpu_pct=20.0
+    ).table()
     row = table.loc["a"]
     assert row["images/s"] == pytest.approx(103.1, abs=0.1) and row["trials"] == 4
     assert row["GPU %"] == 50 and row["NVJPG %"] == 70 and "NVDEC %" not in table.columns
@@ -162,8 +170,9 @@ def test_headless_runs_print_one_line_and_no_bar(monkeypatch, capsys):
     said = []
     Harness(say=said.append, min_seconds=0, min_batches=1).run([way("a", []), way("b", [])], 2, label="alone")
     assert capsys.readouterr().out == ""
-    assert len(said) == 1 and said[0].startswith("alone: 2 rounds of 2 ways, 1 epoch a trial "
-                                                 "(at least 0 s), in ")
+    assert len(said) == 1 and said[0].startswith(
+        "alone: 2 rounds of 2 ways, 1 epoch a trial (at least 0 s), in "
+    )
 
 
 class Ahead(Sleepy):
@@ -248,6 +257,7 @@ def test_hardware_readings_of_a_trial_shorter_than_a_second_are_dropped(monkeypa
             class Busy:
                 def as_dict(self):
                     return {"nvdec_pct": 50.0, "nvjpg_pct": 3.0, "cpu_pct": 40.0}
+
             return nullcontext(Busy())
 
     short = quick(sampler=Reads()).trial(way("a", [], batches=2))
@@ -314,8 +324,9 @@ class Victim(Carrier):
     def epoch(self):
         for index in range(self.batches):
             # a little jitter, so that the rounds give an interval
-            self.engine.clock.sleep(self.pause * (self.engine.slowdown if self.engine.busy() else 1)
-                                    * (1 + 0.01 * (index % 3)))
+            self.engine.clock.sleep(
+                self.pause * (self.engine.slowdown if self.engine.busy() else 1) * (1 + 0.01 * (index % 3))
+            )
             yield None, [0] * 4
 
 
@@ -324,8 +335,11 @@ def verdict_in_order(monkeypatch, order, settle):
     monkeypatch.setattr("helpers.toolkit.harness.time", clock)
     engine = Engine(clock)
     harness = quick(sampler=engine, settle_most_s=2.0 if settle else 0.0)
-    ways = {"heavy": Way("heavy", lambda: Carrier(engine, 0.01)), "b": Way("b", lambda: Victim(engine, 0.01)),
-            "c": Way("c", lambda: Victim(engine, 0.015))}
+    ways = {
+        "heavy": Way("heavy", lambda: Carrier(engine, 0.01)),
+        "b": Way("b", lambda: Victim(engine, 0.01)),
+        "c": Way("c", lambda: Victim(engine, 0.015)),
+    }
     trials = {name: [] for name in ways}
     for way in ways.values():
         harness.loader(way)  # made and warmed up before any trial, as Harness.run does
@@ -353,8 +367,13 @@ def test_with_the_settle_step_reversed_orders_give_the_same_verdict_without_it_t
 def test_a_notebook_shows_seven_columns_and_folds_the_rest():
     """At most 7 columns on the page (the ways' names and 6), an engine's column only where some
     way kept it busy, every column in the folded table; code still gets every column."""
-    table = fake({"a": [100, 110, 105, 98], "b": [50, 55, 52, 51]}, gpu_pct=50.0, nvjpg_pct=70.0,
-                 nvdec_pct=0.0, cpu_pct=20.0).table()
+    table = fake(
+        {"a": [100, 110, 105, 98], "b": [50, 55, 52, 51]},
+        gpu_pct=50.0,
+        nvjpg_pct=70.0,
+        nvdec_pct=0.0,
+        cpu_pct=20.0,
+    ).table()
     assert {"NVDEC %", "CV %", "s a trial"} <= set(table.columns) and len(table.columns) > 6
     html = table._repr_html_()
     shown, details = html.split("<details>")

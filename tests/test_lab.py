@@ -43,8 +43,10 @@ def _free_port() -> int:
 
 
 def _committed() -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+    }
 
 
 class Server:
@@ -58,9 +60,12 @@ class Server:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.base}{path}", data=data, method=method,
-                                         headers={"Authorization": f"token {self.token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.base}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 text = response.read().decode()
@@ -78,9 +83,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # as the README says to reach it from another machine; no --allow-root: as root (containers,
     # CI machines) `make lab` must add it itself, or Jupyter refuses to start
     process = subprocess.Popen(
-        ["make", "-s", "-C", str(REPO_ROOT), "lab", f"PY={sys.executable}", "SETUP=", f"LAB={lab}",
-         f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.port_retries=0"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            "make",
+            "-s",
+            "-C",
+            str(REPO_ROOT),
+            "lab",
+            f"PY={sys.executable}",
+            "SETUP=",
+            f"LAB={lab}",
+            f"LAB_ARGS=--ip 0.0.0.0 --port {port} --no-browser --ServerApp.port_retries=0",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     server = Server(port, lab, log=lab.parent / "lab.log")
     try:
         deadline = time.time() + 180
@@ -109,8 +126,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: list) -> None:
     """Execute the code cells on the server's kernel over its websocket, as JupyterLab does,
     and put their outputs into ``cells``."""
-    url = (f"ws://{server.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
-           f"?session_id={session_id}&token={server.token}")
+    url = (
+        f"ws://{server.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
+        f"?session_id={session_id}&token={server.token}"
+    )
     connection = await websocket_connect(url)
     try:
         count = 0
@@ -118,12 +137,31 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
             if cell.cell_type != "code":
                 continue
             msg_id = uuid.uuid4().hex
-            await connection.write_message(json.dumps({
-                "header": {"msg_id": msg_id, "username": "test", "session": session_id,
-                           "msg_type": "execute_request", "version": "5.3"},
-                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-                "content": {"code": cell.source, "silent": False, "store_history": True,
-                            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+            await connection.write_message(
+                json.dumps(
+                    {
+                        "header": {
+                            "msg_id": msg_id,
+                            "username": "test",
+                            "session": session_id,
+                            "msg_type": "execute_request",
+                            "version": "5.3",
+                        },
+                        "parent_header": {},
+                        "metadata": {},
+                        "channel": "shell",
+                        "buffers": [],
+                        "content": {
+                            "code": cell.source,
+                            "silent": False,
+                            "store_history": True,
+                            "user_expressions": {},
+                            "allow_stdin": False,
+                            "stop_on_error": True,
+                        },
+                    }
+                )
+            )
             cell.outputs = []
             while True:
                 raw = await asyncio.wait_for(connection.read_message(), timeout=600)
@@ -145,8 +183,12 @@ async def _run_cells(server: Server, kernel_id: str, session_id: str, cells: lis
 
 def test_make_lab_allows_root_exactly_when_run_as_root(tmp_path: Path) -> None:
     """The command `make lab` runs (make -n: nothing started): --allow-root as root only."""
-    result = subprocess.run(["make", "-n", "-s", "-C", str(REPO_ROOT), "lab", "PY=python", "SETUP=",
-                             f"LAB={tmp_path / 'lab'}"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["make", "-n", "-s", "-C", str(REPO_ROOT), "lab", "PY=python", "SETUP=", f"LAB={tmp_path / 'lab'}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     command = next(line for line in result.stdout.splitlines() if "-m jupyter lab" in line)
     assert ("--allow-root" in command.split()) == (os.geteuid() == 0), command
 
@@ -201,13 +243,17 @@ def test_a_notebook_run_and_saved_in_jupyterlab_leaves_the_committed_ones_alone(
     parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
     ci = scales_of(REPO_ROOT / "notebooks" / NOTEBOOK)["ci"]
     parameters.source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in ci.items())
-    status, session = server.request("POST", "/api/sessions", {
-        "path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK, "kernel": {"name": "python3"}})
+    status, session = server.request(
+        "POST",
+        "/api/sessions",
+        {"path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK, "kernel": {"name": "python3"}},
+    )
     assert status == 201
     asyncio.run(_run_cells(server, session["kernel"]["id"], session["id"], notebook.cells))
     # autosave and "Save": the contents API, then a checkpoint
-    status, saved = server.request("PUT", f"/api/contents/{NOTEBOOK}",
-                                   {"type": "notebook", "format": "json", "content": notebook})
+    status, saved = server.request(
+        "PUT", f"/api/contents/{NOTEBOOK}", {"type": "notebook", "format": "json", "content": notebook}
+    )
     assert status == 200 and saved["path"] == NOTEBOOK
     assert server.request("POST", f"/api/contents/{NOTEBOOK}/checkpoints")[0] == 201
     server.request("DELETE", f"/api/sessions/{session['id']}")
@@ -224,18 +270,24 @@ def _dirty_after_opening(page: Any, server: Server, name: str) -> tuple[list[str
     notebook ``name`` of the lab folder has opened and settled, in a workspace of its own (a
     restored workspace would reopen other tabs)."""
     workspace = f"test-{uuid.uuid4().hex[:8]}"
-    page.goto(f"{server.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={server.token}",
-              wait_until="load")
+    page.goto(
+        f"{server.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={server.token}", wait_until="load"
+    )
     page.locator(".lm-TabBar-tab", has_text=name).first.wait_for(timeout=120_000)
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.wait_for(timeout=120_000)
     # the kernel started and idle (JupyterLab then writes the kernel's language_info if it differs)
-    page.wait_for_function("document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')"
-                           "?.textContent.includes('Idle')", timeout=120_000)
+    page.wait_for_function(
+        "document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.textContent.includes('Idle')",
+        timeout=120_000,
+    )
     page.wait_for_timeout(3_000)
-    dirty = page.evaluate("[...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')]"
-                          ".map(t => t.textContent)")
-    folded = page.evaluate("document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                           ".jp-Cell .jp-InputPlaceholder').length")
+    dirty = page.evaluate(
+        "[...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')].map(t => t.textContent)"
+    )
+    folded = page.evaluate(
+        "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+        ".jp-Cell .jp-InputPlaceholder').length"
+    )
     return dirty, folded
 
 
@@ -261,10 +313,12 @@ def test_a_lab_copy_opens_unmodified_with_its_bookkeeping_folded(server: Server,
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(chromium_path), args=["--no-sandbox"])
         try:
-            dirty, folded = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
-                                                 server, opened.name)
-            stale_dirty, _ = _dirty_after_opening(browser.new_page(viewport={"width": 1280, "height": 900}),
-                                                  server, stale.name)
+            dirty, folded = _dirty_after_opening(
+                browser.new_page(viewport={"width": 1280, "height": 900}), server, opened.name
+            )
+            stale_dirty, _ = _dirty_after_opening(
+                browser.new_page(viewport={"width": 1280, "height": 900}), server, stale.name
+            )
         finally:
             browser.close()
             stale.unlink()

@@ -69,14 +69,22 @@ def fake_results(rates: dict, ways: list | None = None, *, ready: dict | None = 
     the batches a way had ready before each timer."""
     ready = ready or {}
     ways = ways or [way(name.split()[0], int(name.split()[1][1:]), make, "batch size") for name in rates]
-    trials = {n: [Trial(int(r * 10), 10.0, 1.0, 2.0, skipped=ready.get(n, 0)) for r in values]
-              for n, values in rates.items()}
+    trials = {
+        n: [Trial(int(r * 10), 10.0, 1.0, 2.0, skipped=ready.get(n, 0)) for r in values]
+        for n, values in rates.items()
+    }
     return Results("test", "samples", ways, trials, fed=True)
 
 
-RATES = {"capture b64": [100, 110, 105], "capture b1024": [300, 330, 310], "eager b64": [50, 52, 49],
-         "pipeline b64": [200, 190, 210], "pipeline b1024": [400, 420, 410],
-         "dataloader b64": [90, 95, 92], "ceiling b1024": [500, 520, 505]}
+RATES = {
+    "capture b64": [100, 110, 105],
+    "capture b1024": [300, 330, 310],
+    "eager b64": [50, 52, 49],
+    "pipeline b64": [200, 190, 210],
+    "pipeline b1024": [400, 420, 410],
+    "dataloader b64": [90, 95, 92],
+    "ceiling b1024": [500, 520, 505],
+}
 
 
 def test_best_and_the_knob_table_pair_each_way_with_the_one_without_its_knob() -> None:
@@ -86,13 +94,16 @@ def test_best_and_the_knob_table_pair_each_way_with_the_one_without_its_knob() -
     table = knob_table(results)
     assert list(table.index) == ["capture b1024"]
     assert table.loc["capture b1024", "ratio [95% interval]"] == str(
-        ratio(RATES["capture b1024"], RATES["capture b64"]))
+        ratio(RATES["capture b1024"], RATES["capture b64"])
+    )
     assert best(results, ["capture b64", "capture b1024"], 1) == ["capture b1024"]
     assert batch_series(results, ["capture"])["capture"][1][0] == 1024
 
 
-@pytest.mark.parametrize("low, high, words", [
-    (0.7, 0.9, "pipeline mode, unless"), (1.1, 1.3, "dynamic mode"), (0.9, 1.1, "either")])
+@pytest.mark.parametrize(
+    "low, high, words",
+    [(0.7, 0.9, "pipeline mode, unless"), (1.1, 1.3, "dynamic mode"), (0.9, 1.1, "either")],
+)
 def test_which_mode_follows_the_interval(low: float, high: float, words: str) -> None:
     from helpers.toolkit.benchmarking import Ratio
 
@@ -102,11 +113,18 @@ def test_which_mode_follows_the_interval(low: float, high: float, words: str) ->
 def rounds_and_picks() -> tuple[Results, dict, dict]:
     """RATES's rounds with a DataLoader that ties with the other (``dataloader b256``)."""
     results = fake_results({**RATES, "dataloader b256": [91, 93, 93]}, ready={"pipeline b1024": 2})
-    picks = {"dynamic": results.pick(["capture b64", "capture b1024", "eager b64"]),
-             "pipeline": results.pick(["pipeline b64", "pipeline b1024"]),
-             "dataloader": results.pick(["dataloader b64", "dataloader b256"])}
-    references = {"eager": "eager b64", "capture": "capture b64", "pipeline default": "pipeline b64",
-                  "same knobs": "pipeline b1024", "ceiling": "ceiling b1024"}
+    picks = {
+        "dynamic": results.pick(["capture b64", "capture b1024", "eager b64"]),
+        "pipeline": results.pick(["pipeline b64", "pipeline b1024"]),
+        "dataloader": results.pick(["dataloader b64", "dataloader b256"]),
+    }
+    references = {
+        "eager": "eager b64",
+        "capture": "capture b64",
+        "pipeline default": "pipeline b64",
+        "same knobs": "pipeline b1024",
+        "ceiling": "ceiling b1024",
+    }
     return results, picks, references
 
 
@@ -121,9 +139,22 @@ def test_the_answer_comes_from_the_rounds() -> None:
     assert "pipeline mode, unless you need" in text
 
 
-CPU = {"data_path": None, "device": "cpu", "records": 256, "batch_sizes": [64, 128], "min_seconds": None,
-       "selection_trials": 2, "trials": 3, "threads": 2, "thread_counts": [1], "hw_decoder_loads": [0.0, 1.0],
-       "dataloader_workers": [1, 2], "equal_data_batches": 2, "learning_rate": 0.01, "seed": 0}
+CPU = {
+    "data_path": None,
+    "device": "cpu",
+    "records": 256,
+    "batch_sizes": [64, 128],
+    "min_seconds": None,
+    "selection_trials": 2,
+    "trials": 3,
+    "threads": 2,
+    "thread_counts": [1],
+    "hw_decoder_loads": [0.0, 1.0],
+    "dataloader_workers": [1, 2],
+    "equal_data_batches": 2,
+    "learning_rate": 0.01,
+    "seed": 0,
+}
 
 
 def set_up(history=("",), **changes) -> Setup:
@@ -160,19 +191,24 @@ def test_the_set_up_resolves_the_parameters_and_copies_whole_batches_of_records(
     on_gpu.folder.cleanup()
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"batch_sizes": [64, 100]}, "every loader batch size must be a multiple of the first (64)"),
-    ({"batch_sizes": [64, 512], "records": 300}, "the largest loader batch (512) is larger than the 300"),
-    ({"records": 0}, "parameter records must be a positive integer, not 0"),
-    ({"trials": 0}, "parameter trials must be a positive integer, not 0"),
-    ({"thread_counts": []}, "parameter thread_counts must be a non-empty list of positive integers"),
-    ({"hw_decoder_loads": [0.5, 1.5]}, "parameter hw_decoder_loads must be a list of shares from 0 to 1"),
-    ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds >= 0"),
-    ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
-    ({"seed": -1}, "parameter seed must be a whole number >= 0, not -1"),
-    ({"history": ["", "trials = 5", "# Parameters\ntrails = 3"]},
-     "unknown parameter trails; did you mean trials?"),  # a name papermill injected, mistyped
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"batch_sizes": [64, 100]}, "every loader batch size must be a multiple of the first (64)"),
+        ({"batch_sizes": [64, 512], "records": 300}, "the largest loader batch (512) is larger than the 300"),
+        ({"records": 0}, "parameter records must be a positive integer, not 0"),
+        ({"trials": 0}, "parameter trials must be a positive integer, not 0"),
+        ({"thread_counts": []}, "parameter thread_counts must be a non-empty list of positive integers"),
+        ({"hw_decoder_loads": [0.5, 1.5]}, "parameter hw_decoder_loads must be a list of shares from 0 to 1"),
+        ({"min_seconds": -1.0}, "parameter min_seconds must be a number of seconds >= 0"),
+        ({"learning_rate": 0}, "parameter learning_rate must be a number above 0, not 0"),
+        ({"seed": -1}, "parameter seed must be a whole number >= 0, not -1"),
+        (
+            {"history": ["", "trials = 5", "# Parameters\ntrails = 3"]},
+            "unknown parameter trails; did you mean trials?",
+        ),  # a name papermill injected, mistyped
+    ],
+)
 def test_the_set_up_refuses_a_bad_value_by_name(changes: dict, message: str) -> None:
     with pytest.raises(ParameterError, match=re.escape(message)):
         set_up(**changes)
@@ -183,17 +219,30 @@ def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_rati
     batches a loader had ready among them); each tie as its ratio's record; the headline's rates
     are the confirmation's geometric means, its ratios the goals'; the same-data table as rows."""
     results, picks, references = rounds_and_picks()
-    goals = {name: results.ratio("capture b1024", against).goal(1.0) for name, against in {
-        "best dynamic / pipeline mode default": "pipeline b64",
-        "best dynamic / best DataLoader": "dataloader b64",
-        "best dynamic / pipeline mode, same knobs": "pipeline b1024",
-        "best dynamic / ceiling": "ceiling b1024"}.items()}
+    goals = {
+        name: results.ratio("capture b1024", against).goal(1.0)
+        for name, against in {
+            "best dynamic / pipeline mode default": "pipeline b64",
+            "best dynamic / best DataLoader": "dataloader b64",
+            "best dynamic / pipeline mode, same knobs": "pipeline b1024",
+            "best dynamic / ceiling": "ceiling b1024",
+        }.items()
+    }
     setup = set_up()
     setup.folder.cleanup()
     checks = pd.concat({"no rotation": pd.DataFrame({"bit equal": [True]}, index=["capture / eager"])})
     knobs = fake_results({"capture b64": [1, 2, 3]})
-    rec = record(setup, knobs=knobs, confirmation=results, picks=picks, references=references, goals=goals,
-                 same_data=checks, captured_operators=["Image"], profile={"steps": 4})
+    rec = record(
+        setup,
+        knobs=knobs,
+        confirmation=results,
+        picks=picks,
+        references=references,
+        goals=goals,
+        same_data=checks,
+        captured_operators=["Image"],
+        profile={"steps": 4},
+    )
     assert isinstance(rec, Record) and rec.parameters == setup.parameters
     saved, headline = rec.results, rec.headline
     assert headline["best_dynamic_samples_per_s"] == pytest.approx(results.estimate("capture b1024")[0])
@@ -202,8 +251,16 @@ def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_rati
     assert saved["knobs"]["ways"].keys() == {"capture b64"} and saved["goals"] == goals
     assert saved["confirmation"]["ways"]["pipeline b1024"]["trials"][0]["skipped"] == 2
     tie = results.ratio("dataloader b64", "dataloader b256")
-    assert saved["picks"]["dataloader"] == {"best": "dataloader b256", "ties": {"dataloader b64": {
-        "ratio": pytest.approx(tie.ratio), "ci95": pytest.approx([tie.low, tie.high]), "trials": 3}}}
+    assert saved["picks"]["dataloader"] == {
+        "best": "dataloader b256",
+        "ties": {
+            "dataloader b64": {
+                "ratio": pytest.approx(tie.ratio),
+                "ci95": pytest.approx([tie.low, tie.high]),
+                "trials": 3,
+            }
+        },
+    }
     assert saved["picks"]["dynamic"] == {"best": "capture b1024", "ties": {}}
     assert saved["same_data"] == [{"check": "no rotation", "loaders": "capture / eager", "bit equal": True}]
     assert (saved["captured_operators"], saved["profile"]) == (["Image"], {"steps": 4})
@@ -212,9 +269,11 @@ def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_rati
 
 def test_a_tie_is_called_a_tie() -> None:
     results = fake_results({"pipeline b64": [200, 190, 210], "pipeline b1024": [205, 185, 212]})
-    words = answer(results, {k: results.pick(["pipeline b64", "pipeline b1024"])
-                             for k in ("dynamic", "pipeline", "dataloader")},
-                   dict.fromkeys(("same knobs", "ceiling", "pipeline default"), "pipeline b64"))
+    words = answer(
+        results,
+        {k: results.pick(["pipeline b64", "pipeline b1024"]) for k in ("dynamic", "pipeline", "dataloader")},
+        dict.fromkeys(("same knobs", "ceiling", "pipeline default"), "pipeline b64"),
+    )
     assert "the highest rate but tied by the interval with `pipeline b" in words
 
 
@@ -236,8 +295,12 @@ def test_same_data_compares_each_loader_with_the_first_in_grey_levels() -> None:
     images, labels = torch.zeros(4, 1, 2, 2), torch.arange(4)
     shifted = images.clone()
     shifted[0, 0, 0, 0] = GREY_LEVEL
-    loaders = {"a": Batches([(images, labels)] * 3), "b": Batches([(images.clone(), labels)] * 3),
-               "c": Batches([(shifted, labels)] * 3), "d": Batches([(images, labels + 1)] * 3)}
+    loaders = {
+        "a": Batches([(images, labels)] * 3),
+        "b": Batches([(images.clone(), labels)] * 3),
+        "c": Batches([(shifted, labels)] * 3),
+        "d": Batches([(images, labels + 1)] * 3),
+    }
     table = same_data(loaders, 2)
     assert list(table["bit equal"]) == [True, False, False]
     assert list(table["most grey levels apart"]) == [0.0, 1.0, 0.0]
@@ -272,12 +335,15 @@ def test_profile_top_names_functions_per_step() -> None:
     assert all(row["own_us_per_step"] > 0 for row in profile["top"])
 
 
-@pytest.mark.parametrize("filename, expected", [
-    ("/tmp/site/nvidia/dali/experimental/dynamic/_tensor.py", "experimental/dynamic/_tensor.py:176(f)"),
-    ("/x/.venv/lib/python3.11/site-packages/nvidia/dali/_batch.py", "nvidia/dali/_batch.py:176(f)"),
-    ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch/autograd/graph.py:176(f)"),
-    ("/home/u/repo/helpers/toolkit/loaders.py", "toolkit/loaders.py:176(f)"),
-])
+@pytest.mark.parametrize(
+    "filename, expected",
+    [
+        ("/tmp/site/nvidia/dali/experimental/dynamic/_tensor.py", "experimental/dynamic/_tensor.py:176(f)"),
+        ("/x/.venv/lib/python3.11/site-packages/nvidia/dali/_batch.py", "nvidia/dali/_batch.py:176(f)"),
+        ("/usr/lib/python3/dist-packages/torch/autograd/graph.py", "torch/autograd/graph.py:176(f)"),
+        ("/home/u/repo/helpers/toolkit/loaders.py", "toolkit/loaders.py:176(f)"),
+    ],
+)
 def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filename, expected) -> None:
     from helpers.lessons.nb03_feeding_pytorch_fast import _package
     from helpers.lessons.nb03_feeding_pytorch_fast import _short
@@ -288,11 +354,21 @@ def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filen
 
 def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
     base = way("capture", 64, make, "batch size")
-    ways = [base, way("capture", 1024, make, "batch size", against=base),
-            way("eager", 64, make, "eager mode", against=base),
-            way("capture", 128, make, "batch size", against=base)]
-    results = fake_results({"capture b64": [100, 110, 105], "capture b1024": [300, 330, 310],
-                            "eager b64": [50, 52, 49], "capture b128": [101, 108, 107]}, ways)
+    ways = [
+        base,
+        way("capture", 1024, make, "batch size", against=base),
+        way("eager", 64, make, "eager mode", against=base),
+        way("capture", 128, make, "batch size", against=base),
+    ]
+    results = fake_results(
+        {
+            "capture b64": [100, 110, 105],
+            "capture b1024": [300, 330, 310],
+            "eager b64": [50, 52, 49],
+            "capture b128": [101, 108, 107],
+        },
+        ways,
+    )
     text = knob_findings(results)
     faster = results.ratio("capture b1024", "capture b64")
     assert f"faster with batch size (`capture b1024`: {faster})" in text
@@ -301,14 +377,19 @@ def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
     assert text.startswith("- **The knobs**, in 3 selection round(s)")
     tie = results.ratio("capture b128", "capture b64")
     assert f"Intervals from 3 round(s) are as wide as {tie}: these rounds can show" in text
-    picks = {"dynamic": results.pick(["capture b1024"]), "pipeline": results.pick(["capture b64"]),
-             "dataloader": results.pick(["eager b64"])}
+    picks = {
+        "dynamic": results.pick(["capture b1024"]),
+        "pipeline": results.pick(["capture b64"]),
+        "dataloader": results.pick(["eager b64"]),
+    }
     references = {"pipeline default": "capture b64", "same knobs": "capture b64", "ceiling": "capture b64"}
     assert text in answer(results, picks, references, knobs=results)
     assert text not in answer(results, picks, references)
     confirmed = answer(results, picks, {**references, "capture": "capture b64"}, knobs=results)
-    assert (f"The confirmation's 3 rounds measure the knobs again: `capture b1024` was faster than "
-            f"`capture b64` ({faster})") in confirmed
+    assert (
+        f"The confirmation's 3 rounds measure the knobs again: `capture b1024` was faster than "
+        f"`capture b64` ({faster})"
+    ) in confirmed
 
 
 def test_two_selection_rounds_never_say_that_no_knob_helps() -> None:

@@ -79,16 +79,18 @@ class Digits:
         if step is not None:
             Feed.step = step
         reader = ndd.readers.Caffe2(path=str(locate_data(verbose=False).mnist_testing))
-        return Feed(reader, ndd.EvalContext(num_threads=2), batch_size=batch_size, capture=capture,
-                    name="digits")
+        return Feed(
+            reader, ndd.EvalContext(num_threads=2), batch_size=batch_size, capture=capture, name="digits"
+        )
 
 
 def literal_step(self, jpegs, labels):
     import nvidia.dali.experimental.dynamic as ndd
     import nvidia.dali.types as types
 
-    images = ndd.resize(ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY),
-                        resize_x=20, resize_y=20)
+    images = ndd.resize(
+        ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY), resize_x=20, resize_y=20
+    )
     return images.torch(), labels.torch()
 
 
@@ -96,8 +98,9 @@ def global_step(self, jpegs, labels):
     import nvidia.dali.experimental.dynamic as ndd
     import nvidia.dali.types as types
 
-    images = ndd.resize(ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY),
-                        resize_x=SIDE, resize_y=SIDE)
+    images = ndd.resize(
+        ndd.decoders.image(jpegs, device="cpu", output_type=types.GRAY), resize_x=SIDE, resize_y=SIDE
+    )
     return images.torch(), labels.torch()
 
 
@@ -110,8 +113,9 @@ def test_a_dynamic_feed_serves_every_batch_of_each_epoch_in_both_modes_and_print
             assert sum(len(y) for _, y in batches) == 1000
         assert feed.guard.checked is capture
     check_capture(Digits.feed(literal_step, capture=True))
-    assert capsys.readouterr().out.strip() == ("digits: captured Image, Resize; nothing eager in the "
-                                              "steps checked (the first 2 of each epoch)")
+    assert capsys.readouterr().out.strip() == (
+        "digits: captured Image, Resize; nothing eager in the steps checked (the first 2 of each epoch)"
+    )
 
 
 def test_a_dynamic_feed_whose_step_passes_a_global_fails_naming_the_operator() -> None:
@@ -159,8 +163,7 @@ def test_a_pipeline_feed_runs_ahead_into_the_next_epoch_by_its_prefetch_depth() 
 
     @pipeline_def(batch_size=10, num_threads=1, device_id=None, prefetch_queue_depth=2)
     def counted():
-        jpegs, labels = fn.readers.caffe2(path=str(locate_data(verbose=False).mnist_testing),
-                                          name="Reader")
+        jpegs, labels = fn.readers.caffe2(path=str(locate_data(verbose=False).mnist_testing), name="Reader")
         return labels, fn.external_source(source=count, batch=True)
 
     pipe = counted()

@@ -30,8 +30,11 @@ REFUSALS = [
     ({"image_dir": "/no/such/folder"}, DataSourceError, "image folder /no/such/folder does not exist"),
     ({"speed_batch_size": 65}, ParameterError, "speed_batch_size=65 is larger than speed_images=64"),
     ({"num_threads": 0}, ParameterError, "parameter num_threads must be a positive integer, not 0"),
-    ({"trials": 1}, ParameterError,
-     "parameter trials must be at least 2, not 1: a 95% interval needs two trials"),
+    (
+        {"trials": 1},
+        ParameterError,
+        "parameter trials must be at least 2, not 1: a 95% interval needs two trials",
+    ),
     ({"batchsize": 8}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
 ]
 notebook_tests = pytest.mark.notebook
@@ -46,9 +49,10 @@ def test_the_notebook_opens_with_its_lesson_in_short_cells() -> None:
     visible = [c for c in code if c not in folded]
     first = visible[0].source
     assert "ndd.readers.File(" in first and "ndd.decoders.image(" in first and "print(" in first
-    before = cells[:cells.index(visible[0])]
-    intro = [c for c in before
-             if c.cell_type == "markdown" and "bottom-line" not in c.metadata.get("tags", [])]
+    before = cells[: cells.index(visible[0])]
+    intro = [
+        c for c in before if c.cell_type == "markdown" and "bottom-line" not in c.metadata.get("tags", [])
+    ]
     words = sum(len(c.source.split()) for c in intro) - len(intro[0].source.split())  # the title
     assert words <= 110, words
     assert [c for c in before if c.cell_type == "code"] == folded[:1]  # the repository guard only
@@ -90,15 +94,20 @@ def test_getting_started_shows_what_shuffling_does_to_epochs(ci_run) -> None:
     samples = -(-images // batch_size) * batch_size
     assert all(row["samples"] == samples for rows in epochs.values() for row in rows)
     # unshuffled: every photo, and the last batch takes the wrapped ones from the next pass again
-    assert all(row["distinct photos"] == images and row["photos read twice or more"] == samples - images
-               for row in plain)
+    assert all(
+        row["distinct photos"] == images and row["photos read twice or more"] == samples - images
+        for row in plain
+    )
     assert all(row["distinct photos"] == images for row in padded)  # pad_last_batch: one pass
     assert all(row["distinct photos"] <= images for row in shuffled)
 
 
 def way_rates(results: dict, kind: str, knob: str = "") -> list[float]:
-    (trials,) = [w["trials"] for w in results["speed_test"]["ways"].values()
-                 if w["kind"] == kind and (not knob or w["knob"] == knob)]
+    (trials,) = [
+        w["trials"]
+        for w in results["speed_test"]["ways"].values()
+        if w["kind"] == kind and (not knob or w["knob"] == knob)
+    ]
     return [t["samples"] / t["seconds"] for t in trials]
 
 
@@ -107,10 +116,16 @@ def recomputed_ratios(results: dict) -> dict[str, Ratio]:
     its record keeps (each way's samples and seconds, round by round)."""
     if not [w for w in results["speed_test"]["ways"].values() if w["kind"] == "gpu"]:
         return {}
-    cpu, default, hardware = (way_rates(results, "cpu"), way_rates(results, "gpu", DEFAULT),
-                              way_rates(results, "gpu", ALL_TO_HARDWARE))
-    return {"gpu_over_cpu": ratio(default, cpu), "hw_gpu_over_cpu": ratio(hardware, cpu),
-            "hw_over_default": ratio(hardware, default)}
+    cpu, default, hardware = (
+        way_rates(results, "cpu"),
+        way_rates(results, "gpu", DEFAULT),
+        way_rates(results, "gpu", ALL_TO_HARDWARE),
+    )
+    return {
+        "gpu_over_cpu": ratio(default, cpu),
+        "hw_gpu_over_cpu": ratio(hardware, cpu),
+        "hw_over_default": ratio(hardware, default),
+    }
 
 
 def check_ratios(document) -> None:
@@ -129,7 +144,8 @@ def check_ratios(document) -> None:
     assert headline["cpu_decode_img_s"] == pytest.approx(rate_interval(way_rates(results, "cpu"))[0])
     if recomputed:
         assert headline["hw_gpu_decode_img_s"] == pytest.approx(
-            rate_interval(way_rates(results, "gpu", ALL_TO_HARDWARE))[0])
+            rate_interval(way_rates(results, "gpu", ALL_TO_HARDWARE))[0]
+        )
         (goal,) = results["goals"].values()
         expected = recomputed["hw_gpu_over_cpu"].goal(GOAL)
         assert goal["verdict"] == expected["verdict"] and goal["ratio"] == pytest.approx(expected["ratio"])
@@ -166,7 +182,7 @@ def test_getting_started_records_its_goal_with_its_interval(ci_run) -> None:
     if parameters["device"] != "gpu":
         assert results["goals"] == {}  # the goal compares the GPU with the CPU
         return
-    (name, goal), = results["goals"].items()
+    ((name, goal),) = results["goals"].items()
     assert name == f"hardware-decoder GPU / CPU decode at {parameters['num_threads']} threads"
     check_goal(goal, GOAL, parameters["trials"])
 
@@ -185,8 +201,12 @@ def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
     speed = output_of('skip_message("Timing the GPU decoder")')
     assert "Skipped: Timing the GPU decoder" in speed and "decoding: 2 rounds of 1 way" in speed
     assert "Hardware sampler: " in speed  # it says once that NVML is missing
-    answer = "".join(o.get("data", {}).get("text/markdown", "") for c in executed.cells
-                     if "speed_answer(" in c.source for o in c.outputs)
+    answer = "".join(
+        o.get("data", {}).get("text/markdown", "")
+        for c in executed.cells
+        if "speed_answer(" in c.source
+        for o in c.outputs
+    )
     assert "images/s** [" in answer and "No GPU in this run" in answer
 
 
@@ -195,16 +215,35 @@ def test_a_mistyped_parameter_fails_under_plain_papermill(tmp_path: Path) -> Non
     """The integration run of the refusals (the others: tests/test_notebook_refusals.py): in a
     kernel under plain papermill, without the runner's check."""
     result = subprocess.run(
-        [sys.executable, "-m", "papermill", str(NOTEBOOK), str(tmp_path / NOTEBOOK.name),
-         "-p", "batchsize", "8", "--cwd", str(REPO_ROOT / "notebooks")],
-        capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(NOTEBOOK),
+            str(tmp_path / NOTEBOOK.name),
+            "-p",
+            "batchsize",
+            "8",
+            "--cwd",
+            str(REPO_ROOT / "notebooks"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode != 0
     assert "unknown parameter batchsize; did you mean batch_size?" in result.stdout + result.stderr
 
 
-RECIPE_REPORT = {"shape": "list(x.shape)", "dtype": "str(x.dtype)",
-                 "range": "[float(x.min()), float(x.max())]", "seen": "seen", "labels": "y.tolist()",
-                 "device": "str(x.device)"}
+RECIPE_REPORT = {
+    "shape": "list(x.shape)",
+    "dtype": "str(x.dtype)",
+    "range": "[float(x.min()), float(x.max())]",
+    "seen": "seen",
+    "labels": "y.tolist()",
+    "device": "str(x.device)",
+}
 
 
 def check_recipe(run_recipe, device: str, batch: int, size: int, **settings) -> None:

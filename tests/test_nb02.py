@@ -26,10 +26,17 @@ NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
 REFUSALS = [
     ({"batchsize": 8}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
     ({"epochs": "3"}, ParameterError, "parameter epochs must be a positive integer, not '3'"),
-    ({"placement_epochs": 2}, ParameterError,
-     "parameter placement_epochs must be at least 3, not 2: the first epoch of each way is an untimed"),
-    pytest.param({"device": "gpu"}, GPUUnavailableError, 'device="cpu"',
-                 marks=pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")),
+    (
+        {"placement_epochs": 2},
+        ParameterError,
+        "parameter placement_epochs must be at least 3, not 2: the first epoch of each way is an untimed",
+    ),
+    pytest.param(
+        {"device": "gpu"},
+        GPUUnavailableError,
+        'device="cpu"',
+        marks=pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU"),
+    ),
 ]
 notebook_tests = pytest.mark.notebook
 
@@ -50,13 +57,23 @@ def test_capture_mode_matches_eager_and_learns(ci_run) -> None:
         assert headline[f"{mode}_samples_per_s"] > 0
     assert training["eager"]["losses"] == pytest.approx(training["capture"]["losses"], rel=1e-5)
     assert headline["last_epoch_mean_loss_eager"] == pytest.approx(
-        headline["last_epoch_mean_loss_capture"], rel=1e-5)
-    expected = {"eager_samples_per_s", "capture_samples_per_s", "capture_over_eager",
-                "last_epoch_mean_loss_eager", "last_epoch_mean_loss_capture", "test_accuracy_eager",
-                "test_accuracy_capture"}
+        headline["last_epoch_mean_loss_capture"], rel=1e-5
+    )
+    expected = {
+        "eager_samples_per_s",
+        "capture_samples_per_s",
+        "capture_over_eager",
+        "last_epoch_mean_loss_eager",
+        "last_epoch_mean_loss_capture",
+        "test_accuracy_eager",
+        "test_accuracy_capture",
+    }
     if parameters["device"] == "gpu":
-        expected |= {"capture_cpu_decode_samples_per_s", "capture_gpu_decode_samples_per_s",
-                     "gpu_decode_over_cpu_decode"}
+        expected |= {
+            "capture_cpu_decode_samples_per_s",
+            "capture_gpu_decode_samples_per_s",
+            "gpu_decode_over_cpu_decode",
+        }
     assert set(headline) == expected
 
 
@@ -78,20 +95,26 @@ def check_capture_over_eager(document) -> None:
     capture_over_eager = ratio(rates["capture"], rates["eager"])
     assert results["goals"]["capture / eager"] == capture_over_eager.goal(1.6)
     assert results["ratios"]["capture_over_eager"] == {
-        "ratio": capture_over_eager.ratio, "ci95": [capture_over_eager.low, capture_over_eager.high],
-        "trials": capture_over_eager.trials}
+        "ratio": capture_over_eager.ratio,
+        "ci95": [capture_over_eager.low, capture_over_eager.high],
+        "trials": capture_over_eager.trials,
+    }
     assert headline["capture_over_eager"] == pytest.approx(capture_over_eager.ratio)
     trials = results["harness"]["training"]["ways"]["eager"]["trials"]
     assert results["samples_per_epoch"] * trials[0]["epochs"] == trials[0]["samples"]
-    assert {t["batches"] + t["skipped"] for w in results["harness"]["training"]["ways"].values()
-            for t in w["trials"]} == {trials[0]["batches"]}  # the same work in both modes (eager hands none)
+    assert {
+        t["batches"] + t["skipped"]
+        for w in results["harness"]["training"]["ways"].values()
+        for t in w["trials"]
+    } == {trials[0]["batches"]}  # the same work in both modes (eager hands none)
     ways = results["harness"]["training"]["ways"]
     # a capture loop ends an epoch with one batch of the next under way: handed over before the
     # timer (and trained on, step_ready); eager mode has none
     assert {t["skipped"] for t in ways["eager"]["trials"]} == {0}
     assert {t["skipped"] for t in ways["capture"]["trials"]} == {1}
-    gap = max(abs(a - b) for a, b in zip(training["eager"]["losses"], training["capture"]["losses"],
-                                         strict=True))
+    gap = max(
+        abs(a - b) for a, b in zip(training["eager"]["losses"], training["capture"]["losses"], strict=True)
+    )
     assert results["largest_epoch_loss_gap"] == gap
 
 
@@ -104,14 +127,17 @@ def check_placement(document) -> None:
         assert results["harness"]["placement"] is None
         assert "gpu_decode_over_cpu_decode" not in results["ratios"]
         return
-    rates = {where: trial_rates(document, "placement", f"decode on the {where.upper()}")
-             for where in ("cpu", "gpu")}
+    rates = {
+        where: trial_rates(document, "placement", f"decode on the {where.upper()}")
+        for where in ("cpu", "gpu")
+    }
     assert set(results["decode_placement"]) == set(rates)
     for where, values in rates.items():
         assert results["decode_placement"][where] == pytest.approx(values)
     gpu_over_cpu = ratio(rates["gpu"], rates["cpu"])
     assert results["ratios"]["gpu_decode_over_cpu_decode"]["ci95"] == pytest.approx(
-        [gpu_over_cpu.low, gpu_over_cpu.high])
+        [gpu_over_cpu.low, gpu_over_cpu.high]
+    )
     assert headline["gpu_decode_over_cpu_decode"] == pytest.approx(gpu_over_cpu.ratio)
     for where, values in rates.items():
         assert headline[f"capture_{where}_decode_samples_per_s"] == pytest.approx(rate_interval(values)[0])
@@ -121,7 +147,7 @@ def check_placement(document) -> None:
 def test_capture_mode_records_its_goals_with_their_intervals(ci_run) -> None:
     document = ci_run["02-capture-mode"].results
     results, parameters = document.results, document.parameters
-    (name, goal), = results["goals"].items()
+    ((name, goal),) = results["goals"].items()
     assert name == "capture / eager"
     check_goal(goal, 1.6, parameters["epochs"] - 1)
     check_capture_over_eager(document)
@@ -139,8 +165,9 @@ def check_equality(document) -> None:
     losses = {mode: results["training"][mode]["losses"] for mode in ("eager", "capture")}
     recomputed = equality_goal(losses, results["test_accuracies"])
     recorded = results["equality_goal"]
-    assert {k: v for k, v in recorded.items() if k != "largest_epoch_loss_gap"} == \
-        {k: v for k, v in recomputed.items() if k != "largest_epoch_loss_gap"}
+    assert {k: v for k, v in recorded.items() if k != "largest_epoch_loss_gap"} == {
+        k: v for k, v in recomputed.items() if k != "largest_epoch_loss_gap"
+    }
     assert recomputed["largest_epoch_loss_gap"] == pytest.approx(recorded["largest_epoch_loss_gap"])
     assert recomputed["largest_epoch_loss_gap"] == pytest.approx(results["largest_epoch_loss_gap"])
     assert recomputed["verdict"] == "met", recomputed
@@ -163,7 +190,9 @@ def test_capture_rules_recorded_with_evidence(ci_run) -> None:
     assert results["captured_operators"][:4] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize"]
     assert {"Squeeze", "Cast"} <= set(results["captured_operators"])
     assert results["capture_rules_demo"] == {
-        "rotate_with_global": ["Image"], "rotate_with_invariant": ["Image", "Uniform", "Rotate"]}
+        "rotate_with_global": ["Image"],
+        "rotate_with_invariant": ["Image", "Uniform", "Rotate"],
+    }
     assert "Cannot change batch size" in results["batch_size_change_error"]
 
 
@@ -172,9 +201,12 @@ def test_the_run_says_what_it_will_do_and_how_far_the_rounds_drift(ci_run) -> No
     """The planned work is printed before the timing, and the per-round ratios' lowest and highest
     are the recorded trials'."""
     run = ci_run["02-capture-mode"]
-    text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", ""))
-                     for c in nbformat.read(run.executed, as_version=4).cells if c.cell_type == "code"
-                     for o in c.get("outputs", []))
+    text = "\n".join(
+        str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", ""))
+        for c in nbformat.read(run.executed, as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
     assert text.index("Planned: 2 ways x") < text.index("eager and capture: ")
     rates = {mode: trial_rates(run.results, "training", mode) for mode in ("eager", "capture")}
     per_round = [c / e for c, e in zip(rates["capture"], rates["eager"], strict=True)]
@@ -193,8 +225,11 @@ def test_the_notebook_opens_with_its_lesson_and_keeps_its_cells_short() -> None:
     but the last folded one."""
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
     first = next(i for i, c in enumerate(cells) if _visible_code(c))
-    intro = [c.source for c in cells[:first] if c.cell_type == "markdown"
-             and "bottom-line" not in c.metadata.get("tags", [])]
+    intro = [
+        c.source
+        for c in cells[:first]
+        if c.cell_type == "markdown" and "bottom-line" not in c.metadata.get("tags", [])
+    ]
     words = len(" ".join(intro).split("\n", 1)[1].split())  # the title's line left out
     assert words <= 110, f"{words} words before the first lesson"
     lesson = cells[first].source
@@ -222,8 +257,11 @@ def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
 
 def test_the_inline_model_is_the_helpers_model() -> None:
     """Notebook 02 shows the classifier's lines inline; helpers.toolkit.mnist_model keeps a copy."""
-    cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells
-             if c.cell_type == "code" and "class MNISTClassifier" in c.source]
+    cells = [
+        c.source
+        for c in nbformat.read(NOTEBOOK, as_version=4).cells
+        if c.cell_type == "code" and "class MNISTClassifier" in c.source
+    ]
     assert len(cells) == 1
     namespace = {"torch": torch, "nn": nn, "F": F, "print": lambda *args: None}
     exec(cells[0], namespace)  # noqa: S102 - the notebook's own cell, to compare its model
@@ -246,17 +284,30 @@ def test_the_training_loop_is_in_sight_before_the_harness_and_the_harness_runs_i
     its epoch, DALI's calls and the model's step; the harness's feeds and step call the same
     functions (``preprocess``, ``train_step``), defined once."""
     cells = [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
-    loops = [i for i, c in enumerate(cells) if _visible_code(c) and "next_epoch(batch_size=batch_size, "
-             "capture=True)" in c.source and "train_step(model, optimizer" in c.source]
+    loops = [
+        i
+        for i, c in enumerate(cells)
+        if _visible_code(c)
+        and "next_epoch(batch_size=batch_size, capture=True)" in c.source
+        and "train_step(model, optimizer" in c.source
+    ]
     assert len(loops) == 1
     loop = cells[loops[0]].source
-    for piece in ("ndd.readers.Caffe2(", "ndd.decoders.image(", "ndd.random.uniform(", "ndd.rotate(",
-                  "def preprocess(", "def train_step(", "loss.backward()", "optimizer.step()",
-                  "print(guard)"):
+    for piece in (
+        "ndd.readers.Caffe2(",
+        "ndd.decoders.image(",
+        "ndd.random.uniform(",
+        "ndd.rotate(",
+        "def preprocess(",
+        "def train_step(",
+        "loss.backward()",
+        "optimizer.step()",
+        "print(guard)",
+    ):
         assert piece in loop, piece
     harness = next(i for i, c in enumerate(cells) if "harness.run(" in c.source)
     assert loops[0] < harness
-    later = "\n".join(c.source for c in cells[loops[0] + 1:] if "recipe" not in c.metadata.get("tags", []))
+    later = "\n".join(c.source for c in cells[loops[0] + 1 :] if "recipe" not in c.metadata.get("tags", []))
     assert "preprocess(jpegs, labels, self.rng, self.decode)" in later
     assert "train_step(feed.model, feed.optimizer, images, targets)" in later
     assert "def preprocess(" not in later and "def train_step(" not in later and "backward()" not in later
@@ -267,14 +318,17 @@ def test_the_training_loop_is_in_sight_before_the_harness_and_the_harness_runs_i
 RECIPE_RECORDS, RECIPE_BATCH, RECIPE_EPOCHS = 512, 32, 3
 # MNIST's normalization of 0-255 pixels: (0 - 0.1307 * 255) / (0.3081 * 255), (255 - ...) / ...
 NORMALIZED = ((0 - 0.1307 * 255) / (0.3081 * 255), (255 - 0.1307 * 255) / (0.3081 * 255))
-RECIPE_REPORT = {"losses": "losses", "seen": "seen",
-                 "images": "[list(x.shape), str(x.dtype), x.device.type]",
-                 "range": "[x.min().item(), x.max().item()]",
-                 "labels": "[list(y.shape), str(y.dtype), y.device.type, y.min().item(), y.max().item()]"}
+RECIPE_REPORT = {
+    "losses": "losses",
+    "seen": "seen",
+    "images": "[list(x.shape), str(x.dtype), x.device.type]",
+    "range": "[x.min().item(), x.max().item()]",
+    "labels": "[list(y.shape), str(y.dtype), y.device.type, y.min().item(), y.max().item()]",
+}
 # put before the recipe: the operators its capture loop captured, after each step (DALI's private
 # capture context, which helpers.toolkit.capture_guard reads too); DALI's class is patched, not the
 # recipe. _GRAY and _RANGE: values of the recipe's arguments that capture mode cannot prove constant
-CAPTURE_OBSERVER = '''import nvidia.dali.experimental.dynamic as _ndd
+CAPTURE_OBSERVER = """import nvidia.dali.experimental.dynamic as _ndd
 import nvidia.dali.types as _types
 from nvidia.dali.experimental.dynamic._capture import CaptureContext as _Context
 
@@ -290,7 +344,7 @@ def _observed(self, *args, **kwargs):
 
 
 _ndd.readers.Caffe2.next_epoch = _observed
-'''
+"""
 CAPTURED_BY_RECIPE = sorted(["Image", "Uniform", "Rotate", "CropMirrorNormalize"])
 
 
@@ -303,8 +357,14 @@ def _mnist(tmp_path: Path) -> Path:
 
 
 def _settings(lmdb: Path, device: str, epochs: int = RECIPE_EPOCHS) -> dict:
-    return {"DATA": str(lmdb), "DEVICE": device, "BATCH": RECIPE_BATCH, "EPOCHS": epochs, "LR": 0.05,
-            "SEED": 1}
+    return {
+        "DATA": str(lmdb),
+        "DEVICE": device,
+        "BATCH": RECIPE_BATCH,
+        "EPOCHS": epochs,
+        "LR": 0.05,
+        "SEED": 1,
+    }
 
 
 def _observed(lmdb: Path, device: str, tmp_path: Path, edits: dict[str, str]) -> list:

@@ -21,16 +21,21 @@ from tools import run_notebooks
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
 REFUSALS = [
-    ({"batch_sizes": [64, 100], "device": "cpu"}, ParameterError,
-     "every loader batch size must be a multiple of the first (64)"),
+    (
+        {"batch_sizes": [64, 100], "device": "cpu"},
+        ParameterError,
+        "every loader batch size must be a multiple of the first (64)",
+    ),
 ]
 NAME = NOTEBOOK.stem
 KINDS = {"dynamic": ("capture", "eager"), "pipeline": ("pipeline",), "dataloader": ("dataloader",)}
 # each goal: the way it compares the best dynamic mode with (a reference, or a pick), and its target
-GOALS = {"best dynamic / pipeline mode default": (("references", "pipeline default"), 1.5),
-         "best dynamic / best DataLoader": (("picks", "dataloader"), 1.5),
-         "best dynamic / pipeline mode, same knobs": (("references", "same knobs"), 0.95),
-         "best dynamic / ceiling": (("references", "ceiling"), 0.8)}
+GOALS = {
+    "best dynamic / pipeline mode default": (("references", "pipeline default"), 1.5),
+    "best dynamic / best DataLoader": (("picks", "dataloader"), 1.5),
+    "best dynamic / pipeline mode, same knobs": (("references", "same knobs"), 0.95),
+    "best dynamic / ceiling": (("references", "ceiling"), 0.8),
+}
 SHARED_KNOBS = ("decode=", "threads=", "hw_decoder_load=")  # what pipeline mode shares with dynamic mode
 
 
@@ -98,7 +103,8 @@ def check_picks(document) -> None:
     headline = document.headline
     assert headline["best_dynamic_samples_per_s"] == pytest.approx(estimate(confirmation, top))
     assert headline["best_pipeline_samples_per_s"] == pytest.approx(
-        estimate(confirmation, results["picks"]["pipeline"]["best"]))
+        estimate(confirmation, results["picks"]["pipeline"]["best"])
+    )
 
 
 @pytest.mark.notebook
@@ -122,11 +128,18 @@ def test_the_confirmation_measures_the_knobs_best_again_with_the_baselines(docum
     assert {f"eager b{step}", f"capture b{step}", f"pipeline b{step}"} <= set(confirmation["ways"])
     workers = {int(n.split("workers=")[1].split(" ")[0]) for n in knobs["ways"] if n.startswith("dataloader")}
     assert workers == set(parameters["dataloader_workers"])
-    assert {w["knob"] for w in knobs["ways"].values()} >= {"batch size", "threads", "labels cast in torch",
-                                                          "background thread", "eager mode", "workers",
-                                                          "prefetch_factor"}
-    loader_batches = {int(n.split(" b")[1].split(" ")[0]) for n in knobs["ways"]
-                      if n.startswith("dataloader")}
+    assert {w["knob"] for w in knobs["ways"].values()} >= {
+        "batch size",
+        "threads",
+        "labels cast in torch",
+        "background thread",
+        "eager mode",
+        "workers",
+        "prefetch_factor",
+    }
+    loader_batches = {
+        int(n.split(" b")[1].split(" ")[0]) for n in knobs["ways"] if n.startswith("dataloader")
+    }
     assert loader_batches == set(parameters["batch_sizes"])  # the DataLoader at every batch size DALI tries
     assert results["references"]["pipeline default"] == f"pipeline b{step}"
 
@@ -152,9 +165,13 @@ def test_every_trial_trains_whole_epochs_of_the_same_records_at_steady_state(doc
 @pytest.mark.notebook
 def test_loaders_deliver_the_same_data(document) -> None:
     checks = {(c["check"], c["loaders"]): c for c in document.results["same_data"]}
-    assert set(checks) == {("no rotation", "capture / eager"), ("no rotation", "pipeline / eager"),
-                           ("no rotation", "DataLoader / eager"), ("rotated", "capture / eager"),
-                           ("rotated", "capture, background thread / eager")}
+    assert set(checks) == {
+        ("no rotation", "capture / eager"),
+        ("no rotation", "pipeline / eager"),
+        ("no rotation", "DataLoader / eager"),
+        ("rotated", "capture / eager"),
+        ("rotated", "capture, background thread / eager"),
+    }
     assert all(c["labels equal"] and c["most grey levels apart"] <= 1.0 for c in checks.values())
     assert all(c["bit equal"] for key, c in checks.items() if "DataLoader" not in key[1])
     assert all(c["batches"] == document.parameters["equal_data_batches"] for c in checks.values())
@@ -163,12 +180,20 @@ def test_loaders_deliver_the_same_data(document) -> None:
 @pytest.mark.notebook
 def test_the_lesson_captured_every_operator_and_the_profile_adds_up(document) -> None:
     results = document.results
-    assert results["captured_operators"] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize",
-                                             "Squeeze", "Cast"]
+    assert results["captured_operators"] == [
+        "Image",
+        "Uniform",
+        "Rotate",
+        "CropMirrorNormalize",
+        "Squeeze",
+        "Cast",
+    ]
     profile = results["profile"]
     assert profile["top"] and sum(profile["share_by_package"].values()) == pytest.approx(1.0)
-    assert math.isclose(sum(r["share"] for r in profile["top"]),
-                        sum(r["own_us_per_step"] for r in profile["top"]) / profile["total_us_per_step"])
+    assert math.isclose(
+        sum(r["share"] for r in profile["top"]),
+        sum(r["own_us_per_step"] for r in profile["top"]) / profile["total_us_per_step"],
+    )
 
 
 @pytest.mark.notebook
@@ -182,9 +207,12 @@ def test_batch_sizes_that_are_not_multiples_of_the_first_are_refused_in_a_run(tm
 
 RECIPE_RECORDS = 1000  # 3 batches of 256 and a partial one of 232: never padded
 RECIPE_BATCH = 256
-RECIPE_REPORT = {"epochs": "epochs", "images": "[list(images.shape), str(images.dtype), images.device.type]",
-                 "range": "[images.min().item(), images.max().item()]",
-                 "labels": "[labels.tolist(), str(labels.dtype), labels.device.type]"}
+RECIPE_REPORT = {
+    "epochs": "epochs",
+    "images": "[list(images.shape), str(images.dtype), images.device.type]",
+    "range": "[images.min().item(), images.max().item()]",
+    "labels": "[labels.tolist(), str(labels.dtype), labels.device.type]",
+}
 # MNIST's normalization of 0-255 pixels: (0 - 0.1307 * 255) / (0.3081 * 255), (255 - ...) / ...
 NORMALIZED = (-0.1307 / 0.3081, (1 - 0.1307) / 0.3081)
 
@@ -195,8 +223,14 @@ def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
     from helpers.data.lmdb_subset import first_records
 
     lmdb = first_records(locate_data(verbose=False).mnist_training, tmp_path / "lmdb", RECIPE_RECORDS)
-    settings = {"LMDB": str(lmdb), "DEVICE": device, "BATCH": RECIPE_BATCH, "STEP": 64, "THREADS": 2,
-                "EPOCHS": 3}
+    settings = {
+        "LMDB": str(lmdb),
+        "DEVICE": device,
+        "BATCH": RECIPE_BATCH,
+        "STEP": 64,
+        "THREADS": 2,
+        "EPOCHS": 3,
+    }
     report = run_recipe(NOTEBOOK, settings, RECIPE_REPORT)
     # every record once an epoch: the last batch partial, not padded to BATCH
     assert [seen for seen, _ in report["epochs"]] == [RECIPE_RECORDS] * 3, report["epochs"]

@@ -74,7 +74,8 @@ def test_the_debug_check_saw_every_record_once_and_shards_rotate(run04) -> None:
     world = checked["world_size"]
     # DALI's default: every rank moves on to the next shard after each epoch
     assert [e["coverage"]["shard_of_rank"] for e in checked["epochs"]] == [
-        [(rank + epoch) % world for rank in range(world)] for epoch in range(len(checked["epochs"]))]
+        [(rank + epoch) % world for rank in range(world)] for epoch in range(len(checked["epochs"]))
+    ]
 
 
 @pytest.mark.notebook
@@ -84,7 +85,8 @@ def test_timed_launches_alternate_and_skip_the_bookkeeping(run04) -> None:
     names = ["single", "multi", "single_global"]
     assert list(runs) == names
     assert document.results["launch_order"] == [
-        [k, name] for k in range(parameters["launches"]) for name in interleaved_order(names, k)]
+        [k, name] for k in range(parameters["launches"]) for name in interleaved_order(names, k)
+    ]
     for name, world in zip(names, (1, parameters["processes"], 1), strict=True):
         assert len(runs[name]) == parameters["launches"]
         for run in runs[name]:
@@ -97,10 +99,10 @@ def test_timed_launches_alternate_and_skip_the_bookkeeping(run04) -> None:
             assert run["epochs"][0]["untimed_steps"] == 0
             assert all(e["untimed_steps"] == 1 for e in timed)
             assert run["timed_steps"] == (parameters["epochs"] - 1) * (run["steps_per_epoch"] - 1)
-            assert all(e["samples"] == (run["steps_per_epoch"] - 1) * run["global_batch_size"]
-                       for e in timed)
+            assert all(e["samples"] == (run["steps_per_epoch"] - 1) * run["global_batch_size"] for e in timed)
             assert run["samples_per_s"] == pytest.approx(
-                sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed))
+                sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed)
+            )
     assert runs["single"][0]["global_batch_size"] == parameters["batch_size"]
     assert runs["multi"][0]["global_batch_size"] == runs["single_global"][0]["global_batch_size"]
 
@@ -112,8 +114,7 @@ def test_processes_learn_like_one(run04) -> None:
     for launches in runs.values():
         for run in launches:
             assert run["epochs"][-1]["loss"] < run["epochs"][0]["loss"]
-            assert run["captured_operators"][:4] == ["Image", "Uniform", "Rotate",
-                                                     "CropMirrorNormalize"]
+            assert run["captured_operators"][:4] == ["Image", "Uniform", "Rotate", "CropMirrorNormalize"]
     accuracy = document.results["accuracy"]
     for key, name in (("accuracy_single", "single_global"), ("accuracy_multi", "multi")):
         per_launch = [run["held_out_accuracy"] for run in runs[name]]
@@ -128,9 +129,8 @@ def test_processes_learn_like_one(run04) -> None:
 def test_scaling_ratios_come_with_intervals_and_verdicts(run04) -> None:
     document = run04.results
     results, headline, parameters = document.results, document.headline, document.parameters
-    rates = {name: [run["samples_per_s"] for run in launches]
-             for name, launches in results["runs"].items()}
-    (name, goal), = results["goals"].items()
+    rates = {name: [run["samples_per_s"] for run in launches] for name, launches in results["runs"].items()}
+    ((name, goal),) = results["goals"].items()
     # no parameter value in the name: the batch size and process count are parameters
     assert str(parameters["batch_size"]) not in name and f"{parameters['processes']} " not in name
     assert set(goal) == {"ratio", "ci95", "goal", "verdict", "launches"}
@@ -189,7 +189,7 @@ RECIPE_LINE = re.compile(r"rank (\d+)/(\d+), epoch (\d+): (\d+) steps, mean loss
 # put before the recipe in the torchrun test: which records each rank's reader hands over, per
 # epoch (the reader's source_info of each sample: "<path> at key <LMDB key>"); DALI's own class is
 # patched, the recipe's text is not touched
-OBSERVER = '''import nvidia.dali.experimental.dynamic as _ndd
+OBSERVER = """import nvidia.dali.experimental.dynamic as _ndd
 
 _next_epoch, SEEN = _ndd.readers.Caffe2.next_epoch, []
 
@@ -203,9 +203,9 @@ def _observed(self, *args, **kwargs):
 
 
 _ndd.readers.Caffe2.next_epoch = _observed
-'''
+"""
 # put after it: what each rank hands over, in a file of its own (the ranks share one stdout)
-WRITE_RANK = '''
+WRITE_RANK = """
 import hashlib as _hashlib
 import json as _json
 
@@ -213,7 +213,7 @@ _weights = b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters
 with open(f"rank{rank}.json", "w") as _file:
     _json.dump({"rank": rank, "world": world, "seen": SEEN, "initialized": dist.is_initialized(),
                 "checksum": _hashlib.sha256(_weights).hexdigest()}, _file)
-'''
+"""
 
 
 def _recipe_data(tmp_path: Path) -> Path:
@@ -224,17 +224,32 @@ def _recipe_data(tmp_path: Path) -> Path:
 
 
 def _recipe_settings(data: Path, device: str, epochs: int) -> dict:
-    return {"DATA": str(data), "DEVICE": device, "BATCH": RECIPE_BATCH, "EPOCHS": epochs, "LR": 0.05,
-            "THREADS": 1}
+    return {
+        "DATA": str(data),
+        "DEVICE": device,
+        "BATCH": RECIPE_BATCH,
+        "EPOCHS": epochs,
+        "LR": 0.05,
+        "THREADS": 1,
+    }
 
 
 def _check_one_process(run_recipe, device: str, tmp_path: Path) -> None:
-    report = run_recipe(NOTEBOOK, _recipe_settings(_recipe_data(tmp_path), device, 2), {
-        "rank": "rank", "world": "world", "steps": "steps", "loss": "total.item() / world / steps",
-        "images": "[list(images.torch().shape), str(images.torch().dtype), str(images.torch().device)]",
-        "range": "[images.torch().min().item(), images.torch().max().item()]",
-        "targets": "[targets.torch().tolist(), str(targets.torch().dtype)]",
-        "initialized": "dist.is_initialized()", "model": "str(next(model.parameters()).device)"})
+    report = run_recipe(
+        NOTEBOOK,
+        _recipe_settings(_recipe_data(tmp_path), device, 2),
+        {
+            "rank": "rank",
+            "world": "world",
+            "steps": "steps",
+            "loss": "total.item() / world / steps",
+            "images": "[list(images.torch().shape), str(images.torch().dtype), str(images.torch().device)]",
+            "range": "[images.torch().min().item(), images.torch().max().item()]",
+            "targets": "[targets.torch().tolist(), str(targets.torch().dtype)]",
+            "initialized": "dist.is_initialized()",
+            "model": "str(next(model.parameters()).device)",
+        },
+    )
     # without torchrun's environment: rank 0 of a group of 1, which it left at the end
     assert (report["rank"], report["world"], report["initialized"]) == (0, 1, False), report
     assert report["steps"] == math.ceil(RECIPE_RECORDS / RECIPE_BATCH)  # the whole data set, padded
@@ -275,9 +290,14 @@ def test_the_recipe_under_torchrun_shards_the_data_and_keeps_the_ranks_in_step(t
     script = tmp_path / "recipe_04.py"
     script.write_text(OBSERVER + recipes.script(found, _recipe_settings(data, "cpu", 2), {}) + WRITE_RANK)
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                           "--nproc-per-node=2", script.name], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=180, env={**env, "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", script.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**env, "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [(r["rank"], r["world"], r["initialized"]) for r in ranks] == [(0, 2, False), (1, 2, False)]
@@ -294,10 +314,15 @@ def test_the_recipe_under_torchrun_shards_the_data_and_keeps_the_ranks_in_step(t
         assert len(set(mine) | set(theirs)) == RECIPE_RECORDS  # together, the whole data set
     # DALI's default (stick_to_shard=False): each rank reads the other's shard in the second epoch
     assert set(keys[0][1]) == set(keys[1][0]) and set(keys[1][1]) == set(keys[0][0])
-    printed = sorted((int(e), int(r), int(w), int(s), float(loss))
-                     for r, w, e, s, loss in RECIPE_LINE.findall(done.stdout))
-    assert [p[:4] for p in printed] == [(0, 0, 2, steps), (0, 1, 2, steps), (1, 0, 2, steps),
-                                        (1, 1, 2, steps)], done.stdout
+    printed = sorted(
+        (int(e), int(r), int(w), int(s), float(loss)) for r, w, e, s, loss in RECIPE_LINE.findall(done.stdout)
+    )
+    assert [p[:4] for p in printed] == [
+        (0, 0, 2, steps),
+        (0, 1, 2, steps),
+        (1, 0, 2, steps),
+        (1, 1, 2, steps),
+    ], done.stdout
     losses = [p[4] for p in printed]
     assert losses[0] == losses[1] and losses[2] == losses[3]  # averaged over the ranks: one value
     assert all(math.isfinite(x) for x in losses) and losses[2] < losses[0], losses

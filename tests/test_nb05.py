@@ -35,18 +35,36 @@ REFUSALS = [
 ]
 NAME = NOTEBOOK.stem
 # the goals' names and targets, as tools/findings.py and the notebook's metadata read them
-GOALS = {"ResNet-50: best dynamic / ceiling": ("resnet50", 0.97),
-         "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", 0.98),
-         "ResNet-50: best dynamic / best DataLoader": ("resnet50", 1.5),
-         "ResNet-18: best dynamic / pipeline mode, same knobs": ("resnet18", 0.97),
-         "ResNet-18: best dynamic / best DataLoader": ("resnet18", 2.5),
-         "alone: best capture / pipeline mode, same knobs": (None, 0.95),
-         "cpu: DataLoader / dynamic mode, CPU time per image": (None, 3.0)}
-ROLES = {"ceiling", "best DataLoader", "best pipeline mode", "pipeline mode, same knobs", "best dynamic mode",
-         "eager"}
+GOALS = {
+    "ResNet-50: best dynamic / ceiling": ("resnet50", 0.97),
+    "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", 0.98),
+    "ResNet-50: best dynamic / best DataLoader": ("resnet50", 1.5),
+    "ResNet-18: best dynamic / pipeline mode, same knobs": ("resnet18", 0.97),
+    "ResNet-18: best dynamic / best DataLoader": ("resnet18", 2.5),
+    "alone: best capture / pipeline mode, same knobs": (None, 0.95),
+    "cpu: DataLoader / dynamic mode, CPU time per image": (None, 3.0),
+}
+ROLES = {
+    "ceiling",
+    "best DataLoader",
+    "best pipeline mode",
+    "pipeline mode, same knobs",
+    "best dynamic mode",
+    "eager",
+}
 CAPTURED = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize"]  # and the labels' operators
-TRIAL_FIELDS = ("samples", "seconds", "waited_s", "cpu_s", "peak_gib", "skipped", "batches", "epochs",
-                "epoch_start_s", "settle_s")
+TRIAL_FIELDS = (
+    "samples",
+    "seconds",
+    "waited_s",
+    "cpu_s",
+    "peak_gib",
+    "skipped",
+    "batches",
+    "epochs",
+    "epoch_start_s",
+    "settle_s",
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +78,26 @@ def document(ci_run: dict[str, run_notebooks.NotebookRun]) -> NotebookResults:
 def rebuilt(run: dict) -> Results:
     """A run of the harness as the record holds it (``Results.as_record``), rebuilt."""
     ways = [Way(name, lambda: None, kind=w["kind"], knob=w["knob"]) for name, w in run["ways"].items()]
-    trials = {name: [Trial(**{k: t[k] for k in TRIAL_FIELDS},
-                           busy={k: v for k, v in t.items() if k not in TRIAL_FIELDS and k != "rate"})
-                     for t in w["trials"]] for name, w in run["ways"].items()}
+    trials = {
+        name: [
+            Trial(
+                **{k: t[k] for k in TRIAL_FIELDS},
+                busy={k: v for k, v in t.items() if k not in TRIAL_FIELDS and k != "rate"},
+            )
+            for t in w["trials"]
+        ]
+        for name, w in run["ways"].items()
+    }
     return Results(run["label"], run["unit"], ways, trials, run["seconds"], run["fed"])
 
 
 def _runs(document: NotebookResults) -> tuple[Results, Results, dict[str, Results]]:
     results = document.results
-    return (rebuilt(results["selection"]), rebuilt(results["alone"]),
-            {m: rebuilt(run) for m, run in results["fed"].items()})
+    return (
+        rebuilt(results["selection"]),
+        rebuilt(results["alone"]),
+        {m: rebuilt(run) for m, run in results["fed"].items()},
+    )
 
 
 def check_trials(document: NotebookResults) -> None:
@@ -82,25 +110,38 @@ def check_trials(document: NotebookResults) -> None:
     assert all(len(selection.rates(w.name)) == parameters["selection_trials"] for w in selection.ways)
     # each knob alone: every worker count; DALI's thread counts at its default hw_decoder_load and,
     # on a GPU only, each hw_decoder_load at `threads`: the same knobs for pipeline mode and capture
-    assert sorted(knobs[w.name]["workers"] for w in selection.ways if w.kind == "DataLoader") == \
-        sorted(set(parameters["dataloader_workers"]))
+    assert sorted(knobs[w.name]["workers"] for w in selection.ways if w.kind == "DataLoader") == sorted(
+        set(parameters["dataloader_workers"])
+    )
     loads = parameters["hw_decoder_loads"] if parameters["device"] == "gpu" else []
-    expected = {(t, 0.65) for t in [parameters["threads"], *parameters["thread_counts"]]} | \
-        {(parameters["threads"], load) for load in loads}
+    expected = {(t, 0.65) for t in [parameters["threads"], *parameters["thread_counts"]]} | {
+        (parameters["threads"], load) for load in loads
+    }
     for kind in ("pipeline", "capture"):
-        assert {(knobs[w.name]["threads"], knobs[w.name]["hw_decoder_load"])
-                for w in selection.ways if w.kind == kind} == expected, kind
-    for kind, role in (("DataLoader", "best DataLoader"), ("pipeline", "best pipeline mode"),
-                       ("capture", "best dynamic mode")):
+        assert {
+            (knobs[w.name]["threads"], knobs[w.name]["hw_decoder_load"])
+            for w in selection.ways
+            if w.kind == kind
+        } == expected, kind
+    for kind, role in (
+        ("DataLoader", "best DataLoader"),
+        ("pipeline", "best pipeline mode"),
+        ("capture", "best dynamic mode"),
+    ):
         pick = selection.pick([w.name for w in selection.ways if w.kind == kind])
         assert results["picks"][kind]["best"] == pick.best == roles[role]
         assert set(results["picks"][kind]["ties"]) == set(pick.ties)
-    assert knobs[roles["pipeline mode, same knobs"]] == knobs[roles["best dynamic mode"]] == \
-        knobs[roles["eager"]]
+    assert (
+        knobs[roles["pipeline mode, same knobs"]]
+        == knobs[roles["best dynamic mode"]]
+        == knobs[roles["eager"]]
+    )
     assert {w.kind for w in alone.ways} == {"DataLoader", "pipeline", "capture", "eager"}
     epoch = parameters["epoch_images"] // parameters["batch_size"]  # batches an epoch
-    runs = [(alone, "alone", parameters["trials"], parameters["trials"]),
-            *((r, f"fed/{m}", parameters["trials"], parameters["most_trials"]) for m, r in fed.items())]
+    runs = [
+        (alone, "alone", parameters["trials"], parameters["trials"]),
+        *((r, f"fed/{m}", parameters["trials"], parameters["most_trials"]) for m, r in fed.items()),
+    ]
     for run, key, least, most in runs:
         rounds = len(run.rates(run.ways[0].name))
         assert least <= rounds <= most
@@ -127,8 +168,10 @@ def check_goals(document: NotebookResults) -> None:
     assert set(goals) == {n for n, (model, _) in GOALS.items() if model is None or model in models}
     for name, g in goals.items():
         if name == CPU_GOAL:
-            cpu = [[1000 * t.cpu_s / t.samples for t in alone.trials[roles[role]]]
-                   for role in ("best DataLoader", "best dynamic mode")]
+            cpu = [
+                [1000 * t.cpu_s / t.samples for t in alone.trials[roles[role]]]
+                for role in ("best DataLoader", "best dynamic mode")
+            ]
             expected = ratio(*cpu)
         else:
             model, a, b, _ = GOAL_SPECS[name]
@@ -140,7 +183,8 @@ def check_goals(document: NotebookResults) -> None:
     for model, run in fed.items():
         assert headline[f"{model}_ceiling_img_s"] == pytest.approx(run.estimate(roles["ceiling"])[0])
         assert headline[f"{model}_dynamic_over_dataloader"] == pytest.approx(
-            run.ratio(roles["best dynamic mode"], roles["best DataLoader"]).ratio)
+            run.ratio(roles["best dynamic mode"], roles["best DataLoader"]).ratio
+        )
 
 
 def check_fully_captured(document: NotebookResults) -> None:
@@ -231,16 +275,19 @@ RECIPE_BATCH = 8  # the folder holds 8 photos: every epoch is one batch of the s
 RECIPE_STEPS = 12  # 12 epochs of one step; the last one leaves its epoch early, as the recipe says
 # ImageNet's normalization of 0-255 pixels: (0 - 123.675) / 58.395 and (255 - 103.53) / 57.375
 NORMALIZED = (-2.12, 2.64)
-RECIPE_REPORT = {"n_classes": "n_classes", "losses": "[x.item() for x in losses]",
-                 "images": "[list(images.shape), str(images.dtype), images.device.type]",
-                 "channels_last": "images.is_contiguous(memory_format=torch.channels_last)",
-                 "range": "[images.min().item(), images.max().item()]",
-                 "labels": "[labels.tolist(), str(labels.dtype), labels.device.type]"}
+RECIPE_REPORT = {
+    "n_classes": "n_classes",
+    "losses": "[x.item() for x in losses]",
+    "images": "[list(images.shape), str(images.dtype), images.device.type]",
+    "channels_last": "images.is_contiguous(memory_format=torch.channels_last)",
+    "range": "[images.min().item(), images.max().item()]",
+    "labels": "[labels.tolist(), str(labels.dtype), labels.device.type]",
+}
 # what the capture loop records at its traced step; on the GPU the labels' copy there too
 CAPTURED_BY_RECIPE = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize", "Squeeze", "Cast"]
 # put before the recipe: the operators its capture loop captured, after each step (DALI's private
 # capture context, which helpers.toolkit.capture_guard reads too); DALI's class is patched, not the recipe
-CAPTURE_OBSERVER = '''import nvidia.dali.experimental.dynamic as _ndd
+CAPTURE_OBSERVER = """import nvidia.dali.experimental.dynamic as _ndd
 from nvidia.dali.experimental.dynamic._capture import CaptureContext as _Context
 
 _next_epoch, _captured = _ndd.readers.File.next_epoch, []
@@ -254,7 +301,7 @@ def _observed(self, *args, **kwargs):
 
 
 _ndd.readers.File.next_epoch = _observed
-'''
+"""
 
 
 def _one_batch_folder(tmp_path: Path) -> Path:
@@ -263,14 +310,21 @@ def _one_batch_folder(tmp_path: Path) -> Path:
     root = tmp_path / "photos"
     for name in photos.classes[:2]:
         (root / name).mkdir(parents=True)
-        for jpeg in sorted((photos.train / name).glob("*.jpg"))[:RECIPE_BATCH // 2]:
+        for jpeg in sorted((photos.train / name).glob("*.jpg"))[: RECIPE_BATCH // 2]:
             shutil.copy(jpeg, root / name)
     return root
 
 
 def _recipe_settings(folder: Path, device: str, steps: int = RECIPE_STEPS) -> dict:
-    return {"FOLDER": str(folder), "DEVICE": device, "MODEL": "resnet18", "SIZE": 32, "BATCH": RECIPE_BATCH,
-            "THREADS": 2, "STEPS": steps}
+    return {
+        "FOLDER": str(folder),
+        "DEVICE": device,
+        "MODEL": "resnet18",
+        "SIZE": 32,
+        "BATCH": RECIPE_BATCH,
+        "THREADS": 2,
+        "STEPS": steps,
+    }
 
 
 def _check_recipe(run_recipe, device: str, tmp_path: Path) -> None:
@@ -300,8 +354,12 @@ def _check_capture(device: str, tmp_path: Path) -> None:
     found = recipes.recipe(NOTEBOOK)
     assert found is not None
     observed = recipes.Recipe(NOTEBOOK, CAPTURE_OBSERVER + found.source)
-    report = recipes.run(observed, _recipe_settings(_one_batch_folder(tmp_path), device, steps=3),
-                         {"captured": "_captured"}, tmp_path)
+    report = recipes.run(
+        observed,
+        _recipe_settings(_one_batch_folder(tmp_path), device, steps=3),
+        {"captured": "_captured"},
+        tmp_path,
+    )
     expected = CAPTURED_BY_RECIPE[:4] + ["Copy"] * (device == "gpu") + CAPTURED_BY_RECIPE[4:]
     # after every step but the last (it leaves its epoch early): every operator call captured
     assert report["captured"] == [expected] * 2, report

@@ -32,26 +32,44 @@ NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
 # its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
 REFUSALS = [
     ({"processes": 1}, ParameterError, "parameter processes must be at least 2"),
-    ({"epochs": 1}, ParameterError,
-     "parameter epochs must be at least 2, not 1: the first epoch of each benchmark trial"),
+    (
+        {"epochs": 1},
+        ParameterError,
+        "parameter epochs must be at least 2, not 1: the first epoch of each benchmark trial",
+    ),
     ({"every": 40, "records": 1024}, ParameterError, "parameter every=40 is too large for 24 steps"),
 ]
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
 # each checkpoint the notebook damages or misuses, and what its refusal says (the folder named
 # relative to the checkout, as every path the notebook prints)
 REFUSED_CHECKPOINTS = [
-    ("all_corrupt", r"^cannot resume: no checkpoint in build/nb06/corrupt is whole \(skipped step-\d+: part "
-                    r"model\.pt does not match its SHA-256 checksum \(corrupt\)"),
+    (
+        "all_corrupt",
+        r"^cannot resume: no checkpoint in build/nb06/corrupt is whole \(skipped step-\d+: part "
+        r"model\.pt does not match its SHA-256 checksum \(corrupt\)",
+    ),
     ("missing", r"^cannot resume: build/nb06/no-such-folder does not exist\. Start without resuming"),
-    ("other_batch_size", r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(batch_size: "
-                         r"checkpoint 64, this run 32\)"),
-    ("other_data", r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(data: checkpoint "
-                   r"'build/nb06/training', this run 'build/nb06/other-data'; records: checkpoint 1024, "
-                   r"this run 512\)"),
-    ("other_dali_version", r"^cannot resume from build/nb06/other-dali/step-\d+: .*\(dali: checkpoint "
-                           r"'2\.3\.0', this run '\d"),
-    ("other_world_size", r"^cannot resume from build/nb06/dist-copy/step-\d+: .*\(world_size: checkpoint 2, "
-                         r"this run 1\)"),
+    (
+        "other_batch_size",
+        r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(batch_size: "
+        r"checkpoint 64, this run 32\)",
+    ),
+    (
+        "other_data",
+        r"^cannot resume from build/nb06/eager-copy/step-\d+: .*\(data: checkpoint "
+        r"'build/nb06/training', this run 'build/nb06/other-data'; records: checkpoint 1024, "
+        r"this run 512\)",
+    ),
+    (
+        "other_dali_version",
+        r"^cannot resume from build/nb06/other-dali/step-\d+: .*\(dali: checkpoint "
+        r"'2\.3\.0', this run '\d",
+    ),
+    (
+        "other_world_size",
+        r"^cannot resume from build/nb06/dist-copy/step-\d+: .*\(world_size: checkpoint 2, "
+        r"this run 1\)",
+    ),
 ]
 
 
@@ -88,17 +106,23 @@ def test_ci_run_is_clean_and_its_headline_and_parameters_are_read_off_the_run(ru
     assert headline["checkpoint_restore_ms"] == cost["restore_ms"]["median"]
     assert headline["checkpoint_share_of_steps"] == cost["share_of_steps"]
     assert headline["resume_first_step_ms"] == statistics.median(
-        r["to_first_step_ms"] for r in cost["resumes"].values())
-    for key, label in [("epoch_readers_over_capture", "capture, epoch readers / capture"),
-                       ("resumable_capture_over_capture", "capture, epoch readers + checkpoints / capture"),
-                       ("resumable_capture_over_eager_checkpoints",
-                        "capture, epoch readers + checkpoints / eager + checkpoints"),
-                       ("eager_checkpoints_over_eager", "eager + checkpoints / eager")]:
+        r["to_first_step_ms"] for r in cost["resumes"].values()
+    )
+    for key, label in [
+        ("epoch_readers_over_capture", "capture, epoch readers / capture"),
+        ("resumable_capture_over_capture", "capture, epoch readers + checkpoints / capture"),
+        (
+            "resumable_capture_over_eager_checkpoints",
+            "capture, epoch readers + checkpoints / eager + checkpoints",
+        ),
+        ("eager_checkpoints_over_eager", "eager + checkpoints / eager"),
+    ]:
         assert headline[key] == ratios[label]["ratio"], key
     given = run_parameters.parameters_for(NOTEBOOK, "ci", "cpu")
     parameters = document.parameters
-    assert {k: parameters[k] for k in given if k in parameters} == {k: v for k, v in given.items()
-                                                                   if k in parameters}
+    assert {k: parameters[k] for k in given if k in parameters} == {
+        k: v for k, v in given.items() if k in parameters
+    }
     assert parameters["device"] == "cpu" and parameters["records"] == given["records"]
     assert parameters["data_path"].endswith("MNIST/training") and not parameters["data_path"].startswith("/")
     assert results["steps_per_epoch"] == math.ceil(parameters["records"] / parameters["batch_size"])
@@ -133,8 +157,7 @@ def test_a_damaged_newest_checkpoint_is_skipped_and_the_run_still_matches(run06)
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("case,expected", REFUSED_CHECKPOINTS)
-def test_each_bad_checkpoint_is_refused_with_a_message_and_nothing_changes(run06, case,
-                                                                          expected) -> None:
+def test_each_bad_checkpoint_is_refused_with_a_message_and_nothing_changes(run06, case, expected) -> None:
     outcome = run06.results.results["bad_inputs"][case]
     assert outcome["refused"] is True and re.search(expected, outcome["message"]), outcome["message"]
     assert outcome["files_unchanged"] is True
@@ -156,8 +179,7 @@ def test_capture_mode_resumes_inside_an_epoch_exactly(run06) -> None:
     capture = document.results["capture_resume"]
     assert capture["signal"] == "SIGKILL" and capture["kill_step"] > capture["resumed_from"]
     assert capture["resumed_from"] % document.results["steps_per_epoch"] != 0
-    assert capture["fast_forward_batches"] == capture["resumed_from"] % document.results[
-        "steps_per_epoch"]
+    assert capture["fast_forward_batches"] == capture["resumed_from"] % document.results["steps_per_epoch"]
     # the newest checkpoint before the kill: a multiple of every, at most every steps back
     every = document.parameters["every"]
     assert capture["resumed_from"] % every == 0
@@ -211,7 +233,8 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
     assert set(harness) == set(bench["configurations"])
     assert all(len(way["trials"]) == trials for way in harness.values())
     assert cost["share_of_steps"] == pytest.approx(
-        cost["write_ms"]["median"] / (cost["every"] * cost["step_ms"]))
+        cost["write_ms"]["median"] / (cost["every"] * cost["step_ms"])
+    )
 
 
 @pytest.mark.notebook
@@ -229,10 +252,14 @@ def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
 
 # --- the recipe, run as a user runs it (tools.recipes) -----------------------------------------------
 
-RECIPE_REPORT = {"start": "start", "step": "step", "loss": "loss.item()",
-                 "weights": "[p.tolist() for p in model.parameters()]",
-                 "images": "[list(images.shape), str(images.dtype)]",
-                 "began": "step - i"}  # the step at which the last next_epoch() began
+RECIPE_REPORT = {
+    "start": "start",
+    "step": "step",
+    "loss": "loss.item()",
+    "weights": "[p.tolist() for p in model.parameters()]",
+    "images": "[list(images.shape), str(images.dtype)]",
+    "began": "step - i",
+}  # the step at which the last next_epoch() began
 
 
 def test_the_recipe_reads_the_suites_data_and_its_demo_resumes_inside_an_epoch() -> None:
@@ -267,16 +294,18 @@ def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
         (tmp_path / name).mkdir()
         return tmp_path / name / "checkpoint.pt"
 
-    whole = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("whole")), "STOP_AT": None},
-                       RECIPE_REPORT)
+    whole = run_recipe(
+        NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("whole")), "STOP_AT": None}, RECIPE_REPORT
+    )
     assert (whole["start"], whole["step"]) == (0, 14)
     assert whole["images"] == [[64, 28, 28, 1], "torch.uint8"]  # rotated with keep_size: one shape
     assert [len(w) for w in whole["weights"]] == [128, 128, 10, 10]
     assert math.isfinite(whole["loss"]) and whole["loss"] < 0.8 * math.log(10)  # below chance: it learns
     assert whole["began"] == 13  # next_epoch() calls at steps 1, 5, 9, 13: epochs of 4 steps
 
-    stopped = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("stopped")), "STOP_AT": 11},
-                         RECIPE_REPORT)
+    stopped = run_recipe(
+        NOTEBOOK, {**settings, "CHECKPOINT": str(checkpoint("stopped")), "STOP_AT": 11}, RECIPE_REPORT
+    )
     assert (stopped["start"], stopped["step"]) == (9, 14)  # the checkpoint of step 9, not step 11
     assert stopped["weights"] == whole["weights"] and stopped["loss"] == whole["loss"]
     # across the third epoch's end: its first next_epoch() ran 4 batches from step 10, to step 13
@@ -285,17 +314,24 @@ def check_recipe(run_recipe, tmp_path: Path, device: str) -> None:
     # killed: the recipe's own file in a process of its own, SIGKILL once its first checkpoint exists
     path = checkpoint("killed")
     script = tmp_path / "killed.py"
-    script.write_text(recipes.script(recipes.recipe(NOTEBOOK), {**settings, "CHECKPOINT": str(path),
-                                                                "STOP_AT": None}, {}))
-    process = subprocess.Popen([sys.executable, script.name], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    script.write_text(
+        recipes.script(recipes.recipe(NOTEBOOK), {**settings, "CHECKPOINT": str(path), "STOP_AT": None}, {})
+    )
+    process = subprocess.Popen(
+        [sys.executable, script.name],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not path.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     process.kill()  # SIGKILL: the process ends wherever it is (nothing, if it has ended)
     _, stderr = process.communicate()
-    assert process.returncode == -signal.SIGKILL and path.exists(), \
+    assert process.returncode == -signal.SIGKILL and path.exists(), (
         f"no checkpoint, or the run ended before the kill (exit {process.returncode}):\n{stderr[-3000:]}"
+    )
     killed_at = torch.load(path, weights_only=True)[2]  # the step that the newest whole checkpoint holds
     assert killed_at in (3, 6, 9, 12), killed_at
     resumed = run_recipe(NOTEBOOK, {**settings, "CHECKPOINT": str(path), "STOP_AT": None}, RECIPE_REPORT)

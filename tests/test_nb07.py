@@ -33,8 +33,11 @@ REFUSALS = [
     ({"pyav_clips": 2}, ParameterError, "pyav_clips=2: fewer clips than one batch (batch_size=4)"),
 ]
 NAME = NOTEBOOK.stem
-GOALS = {"fed: best DALI / training alone": 0.90, "alone: best DALI / best PyAV DataLoader": 5,
-         "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": 0.95}
+GOALS = {
+    "fed: best DALI / training alone": 0.90,
+    "alone: best DALI / best PyAV DataLoader": 5,
+    "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": 0.95,
+}
 LIMIT_GOAL = "alone: best DALI's decoded frames/s / NVDEC's measured limit"  # a GPU's only
 
 
@@ -59,7 +62,8 @@ def test_the_ci_run_times_every_way_and_its_goals_follow_from_the_trials(documen
     dali = sorted(counts[n] for n, k in kinds.items() if k == "dali")
     assert dali == sorted(parameters["reader_counts"] + [parameters["readers"]])  # each count, and eager
     assert sorted(k for k in kinds.values() if k != "dali") == sorted(
-        ["pipeline", "decoders.video", "limit"] + ["pyav"] * len(parameters["dataloader_workers"]))
+        ["pipeline", "decoders.video", "limit"] + ["pyav"] * len(parameters["dataloader_workers"])
+    )
     for name, trials in alone.items():
         assert len(trials) == parameters["trials"] and all(t["rate"] > 0 for t in trials), name
         assert all(t["nvdec_pct"] is None and 0 < t["cpu_pct"] <= 100 for t in trials), name  # no NVML here
@@ -72,18 +76,21 @@ def test_the_ci_run_times_every_way_and_its_goals_follow_from_the_trials(documen
         check_steady(run)
     # each goal is the ratio of the recorded trials of the ways the notebook picked, by its rule
     picks = results["picks"]
-    assert picks["best DALI"] == max((n for n, k in kinds.items() if k == "dali"),
-                                     key=lambda n: rate_interval(clips_per_s(alone[n]))[0])
+    assert picks["best DALI"] == max(
+        (n for n, k in kinds.items() if k == "dali"), key=lambda n: rate_interval(clips_per_s(alone[n]))[0]
+    )
     recomputed = ratio(clips_per_s(alone[picks["best DALI"]]), clips_per_s(alone[picks["best DataLoader"]]))
     goal = results["goals"]["alone: best DALI / best PyAV DataLoader"]
-    assert goal["ratio"] == pytest.approx(recomputed.ratio) and goal["ci95"] == pytest.approx([recomputed.low,
-                                                                                               recomputed.high])
+    assert goal["ratio"] == pytest.approx(recomputed.ratio) and goal["ci95"] == pytest.approx(
+        [recomputed.low, recomputed.high]
+    )
     for tied in picks["best DALI tied with"]:  # a tie is a rival whose interval against the pick holds 1
         assert ratio(clips_per_s(alone[tied]), clips_per_s(alone[picks["best DALI"]])).high >= 1
     fed = {name: w["trials"] for name, w in results["fed"]["ways"].items()}
     ceiling = next(n for n, w in results["fed"]["ways"].items() if w["kind"] == "ceiling")
     assert results["goals"]["fed: best DALI / training alone"]["ratio"] == pytest.approx(
-        ratio(clips_per_s(fed[picks["best DALI"]]), clips_per_s(fed[ceiling])).ratio)
+        ratio(clips_per_s(fed[picks["best DALI"]]), clips_per_s(fed[ceiling])).ratio
+    )
     # no HEVC goal (DALI's CPU decoder takes no HEVC), no NVDEC limit (the probe runs on a GPU only)
     assert set(results["goals"]) == set(GOALS) and results["decode_limit"] is None
     assert document.headline["nvdec_limit_fps"] is None and document.headline["straight_through_fps"] > 0
@@ -94,25 +101,31 @@ def test_the_ci_run_times_every_way_and_its_goals_follow_from_the_trials(documen
 @pytest.mark.notebook
 def test_the_ci_run_checks_the_clips_and_frames_of_every_dali_way_first(document) -> None:
     results, parameters = document.results, document.parameters
-    per_video = len(clip_starts(parameters["frames"], parameters["clip_frames"], parameters["stride"],
-                                parameters["step"]))
+    per_video = len(
+        clip_starts(parameters["frames"], parameters["clip_frames"], parameters["stride"], parameters["step"])
+    )
     assert results["clips_checked"] == parameters["videos"] * per_video  # every clip once, by every shard
     assert set(results["alignment"]) == {"experimental.readers.Video", "decoders.video"}
     # each way's check compared a batch of clips starting between keyframes (the notebook stops only on
     # "misaligned"): every one "aligned", the same frames clearly closer than the neighbouring ones
-    between = clip_starts(parameters["frames"], parameters["clip_frames"], parameters["stride"],
-                          parameters["gop"] // 2 + 1)[: parameters["batch_size"]]
+    between = clip_starts(
+        parameters["frames"], parameters["clip_frames"], parameters["stride"], parameters["gop"] // 2 + 1
+    )[: parameters["batch_size"]]
     assert any(start % parameters["gop"] for start in between)
     for way, found in results["alignment"].items():
         assert found["clips"] == len(between) and Alignment(**found).verdict == "aligned", (way, found)
     span = clip_span(parameters["clip_frames"], parameters["stride"])
     assert results["frames_per_clip"]["dali"] == span  # GOP 16, a clip every 16 frames: on a keyframe
     assert results["frames_per_clip"]["decoders.video"] > span  # from the start of the file
-    assert "captured Resize" in results["captured"] and f"each of {parameters['readers']} readers" in \
-        results["captured"]
+    assert (
+        "captured Resize" in results["captured"]
+        and f"each of {parameters['readers']} readers" in results["captured"]
+    )
     costs = results["variants"]["frames_per_clip"]
-    assert list(costs) == [f"vp9, gop {parameters['gop']}", "vp9, gop 64"] and costs["vp9, gop 64"] > costs[
-        f"vp9, gop {parameters['gop']}"]
+    assert (
+        list(costs) == [f"vp9, gop {parameters['gop']}", "vp9, gop 64"]
+        and costs["vp9, gop 64"] > costs[f"vp9, gop {parameters['gop']}"]
+    )
     # DALI 2.4's experimental reader skips the unreadable and the short video: fewer clips, no error
     assert results["dali_on_bad_files"].startswith("handed over"), results["dali_on_bad_files"]
     check = results["folder_check"]
@@ -142,23 +155,35 @@ def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from helpers.data.embedded_video import build_video_set
     from helpers.data.paths import default_data_dir
 
-    built = build_video_set(default_data_dir(), codec="vp9", width=96, height=64, frames=48, gop=16,
-                            per_class=2)
+    built = build_video_set(
+        default_data_dir(), codec="vp9", width=96, height=64, frames=48, gop=16, per_class=2
+    )
     root = tmp_path_factory.mktemp("small") / "videos"
     for cls in sorted(p.name for p in built.iterdir() if p.is_dir())[:2]:
         shutil.copytree(built / cls, root / cls)
     return root
 
 
-@pytest.mark.parametrize("given, words", [
-    ({"readers": 4}, "readers=4: video_dir has 12 clips, and 4 readers, one shard each, leave 3 clip(s) in "
-                     "the smallest shard, fewer than a batch (batch_size=4); readers at most 3"),
-    ({"readers": 13}, "leave 0 clip(s) in the smallest shard"),  # DALI's assert would come mid-run
-    ({"batch_size": 13, "readers": 1}, "batch_size=13: video_dir has 12 clips, fewer than one batch; "
-                                       "batch_size at most 12"),
-    ({"reader_counts": [1, 4]}, "reader_counts=[1, 4]: video_dir has 12 clips, so a shard holds a batch of 4 "
-                                "for 3 readers at most"),
-])
+@pytest.mark.parametrize(
+    "given, words",
+    [
+        (
+            {"readers": 4},
+            "readers=4: video_dir has 12 clips, and 4 readers, one shard each, leave 3 clip(s) in "
+            "the smallest shard, fewer than a batch (batch_size=4); readers at most 3",
+        ),
+        ({"readers": 13}, "leave 0 clip(s) in the smallest shard"),  # DALI's assert would come mid-run
+        (
+            {"batch_size": 13, "readers": 1},
+            "batch_size=13: video_dir has 12 clips, fewer than one batch; batch_size at most 12",
+        ),
+        (
+            {"reader_counts": [1, 4]},
+            "reader_counts=[1, 4]: video_dir has 12 clips, so a shard holds a batch of 4 "
+            "for 3 readers at most",
+        ),
+    ],
+)
 def test_a_small_folder_refuses_a_reader_count_it_cannot_shard_in_the_set_up(small_folder, given, words):
     """Refused by the set-up cells (no timing runs there), naming the parameter and what works."""
     with pytest.raises(ParameterError) as raised:
@@ -172,8 +197,10 @@ def test_a_small_folder_lowers_the_default_reader_count_with_a_printed_line(
     monkeypatch.setattr(os, "cpu_count", lambda: 16)  # None: one reader per core
     setup = run_setup(NOTEBOOK, {"video_dir": str(small_folder), "device": "cpu"})["setup"]
     said = capsys.readouterr().out
-    assert ("readers lowered from its default 16 (one per core) to 3: video_dir has 12 clips, and each "
-            "reader's shard must hold a batch of 4") in said
+    assert (
+        "readers lowered from its default 16 (one per core) to 3: video_dir has 12 clips, and each "
+        "reader's shard must hold a batch of 4"
+    ) in said
     assert setup.readers == 3 and setup.reader_counts == [1, 2, 3] and setup.batch_size == 4
     # straight through: one 32-frame run a video, 4 runs: 3 readers of one run a batch
     assert (setup.run_frames, setup.run_readers, setup.run_batch) == (32, 3, 1)
@@ -214,16 +241,18 @@ def one_video_a_class(root: Path, codec: str, width: int, height: int) -> Path:
     from helpers.data.embedded_video import build_video_set
     from helpers.data.paths import default_data_dir
 
-    built = build_video_set(default_data_dir(), codec=codec, width=width, height=height, frames=48, gop=16,
-                            per_class=2)
+    built = build_video_set(
+        default_data_dir(), codec=codec, width=width, height=height, frames=48, gop=16, per_class=2
+    )
     for i, video in enumerate(sorted(built.glob("*/*.mp4"))):
         (root / f"{i:02d}").mkdir(parents=True)
         shutil.copy(video, root / f"{i:02d}" / video.name)
     return root
 
 
-def check_recipe(run_recipe, folder: Path, device: str, readers: int, batch: int, size: int,
-                 steps: int) -> None:
+def check_recipe(
+    run_recipe, folder: Path, device: str, readers: int, batch: int, size: int, steps: int
+) -> None:
     """Run the recipe on ``folder`` (one clip a class); check what it trained on, and that each reader
     reads its own shard every epoch: read again through the recipe's own ``batches``, two epochs of
     each reader hold the same clips twice, and the readers' clips are disjoint and cover the folder."""
@@ -233,17 +262,30 @@ def check_recipe(run_recipe, folder: Path, device: str, readers: int, batch: int
     sizes = [clips * (i + 1) // readers - clips * i // readers for i in range(readers)]  # DALI's shards
     # pad_last_batch: every reader's epoch has the batches of the largest shard, repeats filling the rest
     epoch = -(-max(sizes) // batch)
-    settings = dict(FOLDER=str(folder), CLASSES=clips, GPU=device == "gpu", READERS=readers, CLIP_FRAMES=8,
-                    STEP=48, SIZE=size, BATCH=batch, STEPS=steps)
-    report = run_recipe(NOTEBOOK, settings, {
-        "loss": "float(loss)",
-        "clips": "[list(clips.shape), str(clips.dtype), clips.device.type]",
-        "x": "[list(x.shape), str(x.dtype), x.device.type]",
-        "pixel": "[clips[0, 0, 0, 0].tolist(), x[0, 0, :, 0, 0].tolist()]",  # a pixel's RGB, as fed
-        "labels": "labels.tolist()",
-        "shards": f"[[v for _, (_, y) in zip(range({2 * epoch}), batches(i)) for v in y.tolist()] "
-                  "for i in range(READERS)]",
-    })
+    settings = dict(
+        FOLDER=str(folder),
+        CLASSES=clips,
+        GPU=device == "gpu",
+        READERS=readers,
+        CLIP_FRAMES=8,
+        STEP=48,
+        SIZE=size,
+        BATCH=batch,
+        STEPS=steps,
+    )
+    report = run_recipe(
+        NOTEBOOK,
+        settings,
+        {
+            "loss": "float(loss)",
+            "clips": "[list(clips.shape), str(clips.dtype), clips.device.type]",
+            "x": "[list(x.shape), str(x.dtype), x.device.type]",
+            "pixel": "[clips[0, 0, 0, 0].tolist(), x[0, 0, :, 0, 0].tolist()]",  # a pixel's RGB, as fed
+            "labels": "labels.tolist()",
+            "shards": f"[[v for _, (_, y) in zip(range({2 * epoch}), batches(i)) for v in y.tolist()] "
+            "for i in range(READERS)]",
+        },
+    )
     on = "cuda" if device == "gpu" else "cpu"
     assert math.isfinite(report["loss"]), report
     assert report["clips"] == [[batch, 8, size, size, 3], "torch.uint8", on]
@@ -255,7 +297,7 @@ def check_recipe(run_recipe, folder: Path, device: str, readers: int, batch: int
     assert fed == pytest.approx(expected, abs=1e-5), (rgb, fed)
     shards = []
     for i, seen in enumerate(report["shards"]):
-        first, second = seen[: epoch * batch], seen[epoch * batch:]
+        first, second = seen[: epoch * batch], seen[epoch * batch :]
         assert len(set(first)) == sizes[i] and set(second) == set(first), (i, seen)  # the same shard twice
         shards.append(set(first))
     assert sorted(set().union(*shards)) == list(range(clips)) and sum(map(len, shards)) == clips, shards

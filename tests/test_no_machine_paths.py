@@ -15,22 +15,45 @@ import pytest
 
 from helpers.data.paths import REPO_ROOT
 
-MACHINE_FOLDERS = sorted({str(REPO_ROOT), str(Path.home()), tempfile.gettempdir(),
-                          "/tmp", "/root", "/home", "/work", "/mnt", "/Users", "/var/folders"},
-                         key=len, reverse=True)
+MACHINE_FOLDERS = sorted(
+    {
+        str(REPO_ROOT),
+        str(Path.home()),
+        tempfile.gettempdir(),
+        "/tmp",
+        "/root",
+        "/home",
+        "/work",
+        "/mnt",
+        "/Users",
+        "/var/folders",
+    },
+    key=len,
+    reverse=True,
+)
 # an absolute path starts a word: not inside a URL, ~/..., $VAR/... or a relative path
-ABSOLUTE = re.compile(r"(?<![\w/.~$-])(?:" + "|".join(re.escape(f) for f in MACHINE_FOLDERS)
-                      + r")/[^\s\"'`)\\<>]*")
+ABSOLUTE = re.compile(
+    r"(?<![\w/.~$-])(?:" + "|".join(re.escape(f) for f in MACHINE_FOLDERS) + r")/[^\s\"'`)\\<>]*"
+)
 # and any absolute path into an installed package (a warning's or a traceback's file, such as
 # /opt/venv/lib/python3.12/site-packages/tqdm/auto.py): the Python it ran on
 PACKAGE_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\<>]*/(?:site|dist)-packages/[^\s\"'`)\\<>]*")
 
 
 def committed_files(root: Path = REPO_ROOT) -> list[Path]:
-    patterns = ("notebooks/**/*.ipynb", "results/*.json", "docs/**/*.md", "docs/**/*.yml",
-                "README.md", "data/README.md", ".github/**/*.yml", ".github/*.yaml")
-    return sorted({p for pattern in patterns for p in root.glob(pattern)
-                   if ".ipynb_checkpoints" not in p.parts})
+    patterns = (
+        "notebooks/**/*.ipynb",
+        "results/*.json",
+        "docs/**/*.md",
+        "docs/**/*.yml",
+        "README.md",
+        "data/README.md",
+        ".github/**/*.yml",
+        ".github/*.yaml",
+    )
+    return sorted(
+        {p for pattern in patterns for p in root.glob(pattern) if ".ipynb_checkpoints" not in p.parts}
+    )
 
 
 def machine_paths_in(text: str) -> list[str]:
@@ -61,15 +84,27 @@ def test_no_absolute_path_of_the_machine(path: Path) -> None:
 
 def test_the_check_finds_machine_paths_and_spares_the_rest(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text(f'see {REPO_ROOT}/data and "/tmp/pytest-1/x.json", /root/out/run\n'
-                    "fine: ~/DALI_extra, $DALI_EXTRA_PATH/db, build/run-1, "
-                    "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n"
-                    "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21: TqdmWarning\n"
-                    '<a href="/mnt/disk/run.html">a built page</a> <code>/home/me/x.py</code>\n')
-    assert machine_paths(page) == sorted({f"{REPO_ROOT}/data", "/tmp/pytest-1/x.json", "/root/out/run",
-                                          "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21:",
-                                          "/mnt/disk/run.html", "/home/me/x.py"})
+    page.write_text(
+        f'see {REPO_ROOT}/data and "/tmp/pytest-1/x.json", /root/out/run\n'
+        "fine: ~/DALI_extra, $DALI_EXTRA_PATH/db, build/run-1, "
+        "https://example.com/home/x, /usr/bin/chromium, notebooks/01.ipynb\n"
+        "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21: TqdmWarning\n"
+        '<a href="/mnt/disk/run.html">a built page</a> <code>/home/me/x.py</code>\n'
+    )
+    assert machine_paths(page) == sorted(
+        {
+            f"{REPO_ROOT}/data",
+            "/tmp/pytest-1/x.json",
+            "/root/out/run",
+            "/opt/venv/lib/python3.12/site-packages/tqdm/auto.py:21:",
+            "/mnt/disk/run.html",
+            "/home/me/x.py",
+        }
+    )
     notebook = tmp_path / "run.ipynb"
-    notebook.write_text(json.dumps({"metadata": {"papermill": {"input_path": {"cells": []},
-                                                               "output_path": "build/run/x.ipynb"}}}))
+    notebook.write_text(
+        json.dumps(
+            {"metadata": {"papermill": {"input_path": {"cells": []}, "output_path": "build/run/x.ipynb"}}}
+        )
+    )
     assert machine_paths(notebook) == ["metadata.papermill.input_path = {'cells': []}"]

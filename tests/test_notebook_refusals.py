@@ -52,15 +52,20 @@ def test_a_bad_parameter_is_refused_by_name_in_the_set_up(name, parameters, erro
 def test_a_loader_batch_larger_than_the_records_of_an_epoch_is_refused(tmp_path: Path) -> None:
     small = first_records(locate_data(verbose=False).mnist_training, tmp_path / "small", 200)
     with pytest.raises(ParameterError, match=r"the largest loader batch \(256\) is larger than the 200"):
-        run_setup(NOTEBOOKS / "03-feeding-pytorch-fast.ipynb",
-                  {"data_path": str(small), "batch_sizes": [64, 256], "device": "cpu"})
+        run_setup(
+            NOTEBOOKS / "03-feeding-pytorch-fast.ipynb",
+            {"data_path": str(small), "batch_sizes": [64, 256], "device": "cpu"},
+        )
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing", "does not exist. Pass a folder that holds one subfolder of images per class"),
-    ("empty", "No images found in"),
-    ("small", "is larger than the 4 images in"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing", "does not exist. Pass a folder that holds one subfolder of images per class"),
+        ("empty", "No images found in"),
+        ("small", "is larger than the 4 images in"),
+    ],
+)
 def test_a_bad_image_dir_says_what_to_do(tmp_path: Path, case: str, expected: str) -> None:
     folder = tmp_path / "photos"
     if case != "missing":
@@ -93,14 +98,18 @@ def test_good_parameters_pass_the_set_up_and_it_ends_before_the_first_lesson(not
 
 
 def test_the_set_up_skips_an_opening_lesson_and_stops_at_the_first_lesson_after_the_parameters(
-        tmp_path: Path) -> None:
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("guard = 1", metadata={"tags": ["hide-input"]}),
-        nbformat.v4.new_code_cell("opening = lesson_needs_no_parameter"),
-        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("y = x + 1", metadata={"tags": ["hide-input"]}),
-        nbformat.v4.new_code_cell("raise AssertionError('a lesson, not the set-up')"),
-        nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-input"]})])
+    tmp_path: Path,
+) -> None:
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("guard = 1", metadata={"tags": ["hide-input"]}),
+            nbformat.v4.new_code_cell("opening = lesson_needs_no_parameter"),
+            nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell("y = x + 1", metadata={"tags": ["hide-input"]}),
+            nbformat.v4.new_code_cell("raise AssertionError('a lesson, not the set-up')"),
+            nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-input"]}),
+        ]
+    )
     path = tmp_path / "98-x.ipynb"
     nbformat.write(notebook, path)
     assert [c.source for c in setup_cells(path)] == ["guard = 1", "x = 1", "y = x + 1"]

@@ -16,8 +16,9 @@ def test_every_notebook_ran(ci_run) -> None:
     for run in ci_run.values():
         assert run.ok, run.error
         executed = nbformat.read(run.executed, as_version=4)
-        assert not [o for c in executed.cells for o in c.get("outputs", [])
-                    if o.get("output_type") == "error"]
+        assert not [
+            o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"
+        ]
 
 
 @pytest.mark.parametrize("notebook", run_parameters.notebooks(), ids=lambda p: p.stem)
@@ -27,5 +28,6 @@ def test_cells_folded_on_the_site_are_folded_in_jupyterlab(notebook) -> None:
     for cell in nbformat.read(notebook, as_version=4).cells:
         tagged = "hide-input" in cell.metadata.get("tags", [])
         hidden = bool(cell.metadata.get("jupyter", {}).get("source_hidden"))
-        assert tagged == hidden, (f"{notebook.name}, cell {cell.get('id')}: hide-input {tagged}, "
-                                  f"source_hidden {hidden}")
+        assert tagged == hidden, (
+            f"{notebook.name}, cell {cell.get('id')}: hide-input {tagged}, source_hidden {hidden}"
+        )

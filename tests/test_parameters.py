@@ -8,26 +8,46 @@ from helpers.toolkit.parameters import positive_int
 from helpers.toolkit.parameters import positive_ints
 from helpers.toolkit.parameters import reject_unknown_parameters
 
-DECLARED = {"batch_size": 8, "device": "auto", "rate": 0.5, "image_dir": None,
-            "thread_counts": [1, 4], "flag": False}
+DECLARED = {
+    "batch_size": 8,
+    "device": "auto",
+    "rate": 0.5,
+    "image_dir": None,
+    "thread_counts": [1, 4],
+    "flag": False,
+}
 
 
 def test_known_parameters_of_the_right_type_pass() -> None:
-    check_known(DECLARED, {"batch_size": 4, "rate": 1, "image_dir": "/x", "thread_counts": [2],
-                           "flag": True}, "nb.ipynb")
+    check_known(
+        DECLARED,
+        {"batch_size": 4, "rate": 1, "image_dir": "/x", "thread_counts": [2], "flag": True},
+        "nb.ipynb",
+    )
 
 
 def test_an_unknown_parameter_is_named_with_the_closest_declared_one() -> None:
-    with pytest.raises(ParameterError, match="nb.ipynb: unknown parameter batchsize; did you mean "
-                                             "batch_size[?] Its parameters are: batch_size, device"):
+    with pytest.raises(
+        ParameterError,
+        match="nb.ipynb: unknown parameter batchsize; did you mean "
+        "batch_size[?] Its parameters are: batch_size, device",
+    ):
         check_known(DECLARED, {"batchsize": 4}, "nb.ipynb")
     with pytest.raises(ParameterError, match=r"unknown parameter zzz\. Its parameters are"):
         check_known(DECLARED, {"zzz": 4}, "nb.ipynb")
 
 
-@pytest.mark.parametrize("name,value", [("batch_size", "8"), ("batch_size", 8.0),
-                                        ("batch_size", True), ("device", 1),
-                                        ("thread_counts", 4), ("flag", 1)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("batch_size", "8"),
+        ("batch_size", 8.0),
+        ("batch_size", True),
+        ("device", 1),
+        ("thread_counts", 4),
+        ("flag", 1),
+    ],
+)
 def test_a_mistyped_parameter_is_named(name, value) -> None:
     with pytest.raises(ParameterError, match=f"parameter {name} must be of type"):
         check_known(DECLARED, {name: value}, "nb.ipynb")
@@ -54,7 +74,7 @@ def test_nothing_injected_passes() -> None:
 
 
 def test_a_mistyped_injected_name_suggests_the_declared_one() -> None:
-    injected = '# Parameters\nbatchsize = 8\n'
+    injected = "# Parameters\nbatchsize = 8\n"
     with pytest.raises(ParameterError, match="unknown parameter batchsize; did you mean batch_size?"):
         reject_unknown_parameters(["", PARAMETERS_CELL, injected], "nb.ipynb")
 
@@ -62,7 +82,7 @@ def test_a_mistyped_injected_name_suggests_the_declared_one() -> None:
 def test_an_injected_value_of_the_wrong_type_is_named() -> None:
     with pytest.raises(ParameterError, match="parameter batch_size must be of type int"):
         reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = "8"\n'])
-    reject_unknown_parameters(["", PARAMETERS_CELL, '# Parameters\nbatch_size = 4\nrate = 1\n'])
+    reject_unknown_parameters(["", PARAMETERS_CELL, "# Parameters\nbatch_size = 4\nrate = 1\n"])
 
 
 def test_at_least_checks_every_named_parameter_in_one_call() -> None:

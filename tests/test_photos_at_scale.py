@@ -33,39 +33,89 @@ from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 
-ROLES = {"best DataLoader": "DataLoader, workers 2", "best pipeline mode": "pipeline, threads 4",
-         "pipeline mode, same knobs": "pipeline, threads 4", "best dynamic mode": "capture, threads 4",
-         "eager": "eager, threads 4", "ceiling": "training alone"}
-KINDS = {"DataLoader, workers 2": "DataLoader", "pipeline, threads 4": "pipeline",
-         "capture, threads 4": "capture", "eager, threads 4": "eager", "training alone": "ceiling"}
+ROLES = {
+    "best DataLoader": "DataLoader, workers 2",
+    "best pipeline mode": "pipeline, threads 4",
+    "pipeline mode, same knobs": "pipeline, threads 4",
+    "best dynamic mode": "capture, threads 4",
+    "eager": "eager, threads 4",
+    "ceiling": "training alone",
+}
+KINDS = {
+    "DataLoader, workers 2": "DataLoader",
+    "pipeline, threads 4": "pipeline",
+    "capture, threads 4": "capture",
+    "eager, threads 4": "eager",
+    "training alone": "ceiling",
+}
 
 
-def fake(rates: dict[str, list[float]], *, cpu: dict[str, float] | None = None, ready: int = 0,
-         busy: dict | None = None) -> Results:
+def fake(
+    rates: dict[str, list[float]],
+    *,
+    cpu: dict[str, float] | None = None,
+    ready: int = 0,
+    busy: dict | None = None,
+) -> Results:
     """A run of ``rates`` (images/s per round) of 100-image trials; pipeline mode with ``ready``
     batches handed over before each timer."""
     cpu = cpu or {}
     ways = [Way(n, lambda: None, kind=KINDS[n]) for n in rates]
-    trials = {n: [Trial(100, 100 / r, 0.1, cpu.get(n, 0.1) * (1 + 0.01 * i), dict(busy or {}), None,
-                        ready if KINDS[n] == "pipeline" else 0) for i, r in enumerate(values)]
-              for n, values in rates.items()}
+    trials = {
+        n: [
+            Trial(
+                100,
+                100 / r,
+                0.1,
+                cpu.get(n, 0.1) * (1 + 0.01 * i),
+                dict(busy or {}),
+                None,
+                ready if KINDS[n] == "pipeline" else 0,
+            )
+            for i, r in enumerate(values)
+        ]
+        for n, values in rates.items()
+    }
     return Results("fake", "images", ways, trials, fed=True)
 
 
-ALONE = fake({"DataLoader, workers 2": [100, 104, 98, 101], "pipeline, threads 4": [300, 310, 305, 296],
-              "capture, threads 4": [302, 309, 301, 300], "eager, threads 4": [150, 149, 155, 151]},
-             cpu={"DataLoader, workers 2": 0.5, "pipeline, threads 4": 0.05, "capture, threads 4": 0.04,
-                  "eager, threads 4": 0.06}, ready=2)
-FED = {"resnet18": fake({"training alone": [50, 51, 50, 49], "DataLoader, workers 2": [30, 31, 29, 30],
-                         "pipeline, threads 4": [45, 46, 45, 44], "capture, threads 4": [40, 41, 40, 39]},
-                        ready=2, busy={"gpu_pct": 80.0, "nvjpg_pct": 30.0})}
+ALONE = fake(
+    {
+        "DataLoader, workers 2": [100, 104, 98, 101],
+        "pipeline, threads 4": [300, 310, 305, 296],
+        "capture, threads 4": [302, 309, 301, 300],
+        "eager, threads 4": [150, 149, 155, 151],
+    },
+    cpu={
+        "DataLoader, workers 2": 0.5,
+        "pipeline, threads 4": 0.05,
+        "capture, threads 4": 0.04,
+        "eager, threads 4": 0.06,
+    },
+    ready=2,
+)
+FED = {
+    "resnet18": fake(
+        {
+            "training alone": [50, 51, 50, 49],
+            "DataLoader, workers 2": [30, 31, 29, 30],
+            "pipeline, threads 4": [45, 46, 45, 44],
+            "capture, threads 4": [40, 41, 40, 39],
+        },
+        ready=2,
+        busy={"gpu_pct": 80.0, "nvjpg_pct": 30.0},
+    )
+}
 
 
 def test_goals_follow_the_harness_ratios() -> None:
     found = goals(ALONE, FED, ROLES)
-    assert set(found) == {"ResNet-18: best dynamic / pipeline mode, same knobs",
-                          "ResNet-18: best dynamic / best DataLoader",
-                          "alone: best capture / pipeline mode, same knobs", CPU_GOAL}
+    assert set(found) == {
+        "ResNet-18: best dynamic / pipeline mode, same knobs",
+        "ResNet-18: best dynamic / best DataLoader",
+        "alone: best capture / pipeline mode, same knobs",
+        CPU_GOAL,
+    }
     same = FED["resnet18"].ratio("capture, threads 4", "pipeline, threads 4")
     assert found["ResNet-18: best dynamic / pipeline mode, same knobs"]["ci95"] == [same.low, same.high]
     plain = ratio(FED["resnet18"].rates("capture, threads 4"), FED["resnet18"].rates("pipeline, threads 4"))
@@ -74,9 +124,24 @@ def test_goals_follow_the_harness_ratios() -> None:
 
 
 # the parameters cell's defaults, as the notebook passes them to set_up (on a CPU: its CI scale)
-DEFAULTS = dict(image_dir=None, device="cpu", photos=128, image_size=None, batch_size=None, models=None,
-                threads=4, thread_counts=[8], hw_decoder_loads=[1.0], dataloader_workers=None,
-                selection_trials=2, trials=3, most_trials=None, precision=0.02, min_seconds=None, seed=0)
+DEFAULTS = dict(
+    image_dir=None,
+    device="cpu",
+    photos=128,
+    image_size=None,
+    batch_size=None,
+    models=None,
+    threads=4,
+    thread_counts=[8],
+    hw_decoder_loads=[1.0],
+    dataloader_workers=None,
+    selection_trials=2,
+    trials=3,
+    most_trials=None,
+    precision=0.02,
+    min_seconds=None,
+    seed=0,
+)
 
 
 def test_the_set_up_resolves_each_none_for_the_machine_into_a_frozen_setup(capsys) -> None:
@@ -93,23 +158,42 @@ def test_the_set_up_resolves_each_none_for_the_machine_into_a_frozen_setup(capsy
         setup.batch_size = 8  # type: ignore[misc]
     # what the record keeps: the values as resolved, lists, nothing of this machine
     assert setup.parameters == {
-        "device": "cpu", "photos": 128, "image_size": 64, "batch_size": 32, "models": ["resnet18"],
-        "min_seconds": 1.0, "threads": 4, "thread_counts": [8], "hw_decoder_loads": [1.0],
-        "dataloader_workers": list(setup.dataloader_workers), "selection_trials": 2, "trials": 3,
-        "most_trials": 3, "precision": 0.02, "seed": 0, "image_dir": None}
+        "device": "cpu",
+        "photos": 128,
+        "image_size": 64,
+        "batch_size": 32,
+        "models": ["resnet18"],
+        "min_seconds": 1.0,
+        "threads": 4,
+        "thread_counts": [8],
+        "hw_decoder_loads": [1.0],
+        "dataloader_workers": list(setup.dataloader_workers),
+        "selection_trials": 2,
+        "trials": 3,
+        "most_trials": 3,
+        "precision": 0.02,
+        "seed": 0,
+        "image_dir": None,
+    }
     mine = set_up([""], **DEFAULTS | {"image_dir": str(photos.root), "most_trials": 2, "trials": 3})
     assert mine.parameters["image_dir"] == "data/photos-128" and mine.most_trials == 3  # at least trials
 
 
-@pytest.mark.parametrize("given, message", [
-    ({"models": ["resnet34"]}, "models: 'resnet34' is not one this notebook trains"),
-    ({"precision": 2}, "precision: a fraction between 0 and 1"),
-    ({"hw_decoder_loads": [0.5, 1.5]}, "hw_decoder_loads: each a share of the JPEGs from 0 to 1, not 1.5"),
-    ({"trials": 1}, "parameter trials must be at least 2"),
-    ({"threads": 0}, "parameter threads must be a positive integer"),
-    ({"thread_counts": []}, "parameter thread_counts must be a non-empty list"),
-    ({"dataloader_workers": [2, 0]}, "parameter dataloader_workers[1] must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"models": ["resnet34"]}, "models: 'resnet34' is not one this notebook trains"),
+        ({"precision": 2}, "precision: a fraction between 0 and 1"),
+        (
+            {"hw_decoder_loads": [0.5, 1.5]},
+            "hw_decoder_loads: each a share of the JPEGs from 0 to 1, not 1.5",
+        ),
+        ({"trials": 1}, "parameter trials must be at least 2"),
+        ({"threads": 0}, "parameter threads must be a positive integer"),
+        ({"thread_counts": []}, "parameter thread_counts must be a non-empty list"),
+        ({"dataloader_workers": [2, 0]}, "parameter dataloader_workers[1] must be a positive integer"),
+    ],
+)
 def test_a_bad_parameter_is_refused_by_its_name(given: dict, message: str) -> None:
     with pytest.raises(ParameterError) as raised:
         set_up([""], **DEFAULTS | given)
@@ -122,11 +206,28 @@ def test_the_set_up_refuses_a_parameter_the_notebook_does_not_declare() -> None:
         set_up(history, **DEFAULTS)
 
 
-SETUP = Setup(image_dir=str(REPO_ROOT / "data" / "mine"), device="cpu", photos=128, image_size=32,
-              batch_size=32, models=("resnet18",), threads=4, thread_counts=(8,), hw_decoder_loads=(1.0,),
-              dataloader_workers=(1, 2), selection_trials=2, trials=4, most_trials=4, precision=0.02,
-              min_seconds=1.0, seed=0, train_dir=Path("train"), val_dir=Path("val"), classes=("a", "b"),
-              cores=2)
+SETUP = Setup(
+    image_dir=str(REPO_ROOT / "data" / "mine"),
+    device="cpu",
+    photos=128,
+    image_size=32,
+    batch_size=32,
+    models=("resnet18",),
+    threads=4,
+    thread_counts=(8,),
+    hw_decoder_loads=(1.0,),
+    dataloader_workers=(1, 2),
+    selection_trials=2,
+    trials=4,
+    most_trials=4,
+    precision=0.02,
+    min_seconds=1.0,
+    seed=0,
+    train_dir=Path("train"),
+    val_dir=Path("val"),
+    classes=("a", "b"),
+    cores=2,
+)
 
 
 def test_the_record_holds_every_run_and_the_headline_its_goals(tmp_path: Path) -> None:
@@ -136,9 +237,19 @@ def test_the_record_holds_every_run_and_the_headline_its_goals(tmp_path: Path) -
     agree = agreement((images, labels), (images, labels), (images, labels), std=(50.0, 50.0, 50.0))
     corrupt = TruncatedCopy(tmp_path, tmp_path / "a" / "x.jpg")
     guard = SimpleNamespace(captured=["ImageRandomCrop", "Resize"])
-    rec = record(SETUP, selection=selection, alone=ALONE, fed=FED, roles=ROLES, picks={"capture": pick},
-                 knobs={"capture, threads 4": {"threads": 4}}, epoch_images=128, agreement=agree,
-                 corrupt_file=corrupt, captured={"the whole loop": guard})
+    rec = record(
+        SETUP,
+        selection=selection,
+        alone=ALONE,
+        fed=FED,
+        roles=ROLES,
+        picks={"capture": pick},
+        knobs={"capture, threads 4": {"threads": 4}},
+        epoch_images=128,
+        agreement=agree,
+        corrupt_file=corrupt,
+        captured={"the whole loop": guard},
+    )
     assert isinstance(rec, Record)
     assert rec.parameters == SETUP.parameters | {"epoch_images": 128}
     assert rec.parameters["image_dir"] == "data/mine"
@@ -146,10 +257,13 @@ def test_the_record_holds_every_run_and_the_headline_its_goals(tmp_path: Path) -
     assert set(results["fed"]) == {"resnet18"} and results["agreement"]["labels_agree"] is True
     assert results["corrupt_file"] == {"named": False, "message": None, "dali_says": {}}
     assert results["captured"] == {"the whole loop": ["ImageRandomCrop", "Resize"]}
-    assert results["picks"]["capture"]["best"] == pick.best and set(results["picks"]["capture"]["ties"]) == \
-        set(pick.ties)
-    assert headline["resnet18_dynamic_over_dataloader"] == results["goals"][
-        "ResNet-18: best dynamic / best DataLoader"]["ratio"]
+    assert results["picks"]["capture"]["best"] == pick.best and set(
+        results["picks"]["capture"]["ties"]
+    ) == set(pick.ties)
+    assert (
+        headline["resnet18_dynamic_over_dataloader"]
+        == results["goals"]["ResNet-18: best dynamic / best DataLoader"]["ratio"]
+    )
     assert headline["capture_alone_img_s"] == pytest.approx(ALONE.estimate("capture, threads 4")[0])
     assert "resnet50_dynamic_over_ceiling" not in headline  # ResNet-50 did not run
     saved = NotebookResults.read(save_results("05-photos-at-scale", rec, tmp_path))  # JSON, read back
@@ -159,8 +273,13 @@ def test_the_record_holds_every_run_and_the_headline_its_goals(tmp_path: Path) -
 def test_the_answer_words_every_comparison_by_its_interval_and_calls_ties_ties() -> None:
     text = answer(ALONE, FED, ROLES)
     fed = FED["resnet18"]
-    assert versus(fed.ratio("capture, threads 4", "DataLoader, workers 2"),
-                  "the best DataLoader (`DataLoader, workers 2`)") in text
+    assert (
+        versus(
+            fed.ratio("capture, threads 4", "DataLoader, workers 2"),
+            "the best DataLoader (`DataLoader, workers 2`)",
+        )
+        in text
+    )
     assert versus(ALONE.ratio("capture, threads 4", "eager, threads 4"), "eager mode") in text
     pick = fed.pick(["DataLoader, workers 2", "pipeline, threads 4", "capture, threads 4"])
     assert pick.best == "pipeline, threads 4"
@@ -181,8 +300,10 @@ def test_no_nvml_reading_no_sentence_about_it() -> None:
 
 def test_the_plan_counts_the_most_rounds_and_says_how_long_a_trial_lasts() -> None:
     line = planned(6, 2, 5, 7, 5, 4, ["resnet18", "resnet50"], 2.0)
-    assert line.startswith("planned, at most: 12 trials choosing knobs (6 ways), 25 alone (5 ways), "
-                           "56 feeding 2 model(s) (4 ways): 93 trials of at least 2 s each")
+    assert line.startswith(
+        "planned, at most: 12 trials choosing knobs (6 ways), 25 alone (5 ways), "
+        "56 feeding 2 model(s) (4 ways): 93 trials of at least 2 s each"
+    )
 
 
 def test_agreement_sees_a_channel_swap_and_different_labels() -> None:
@@ -212,9 +333,17 @@ def test_a_truncated_copy_names_its_file(tmp_path) -> None:
 
 
 def test_the_least_cpu_time_names_the_rows_within_five_percent_of_it() -> None:
-    close = fake({n: [100, 101, 99, 100] for n in KINDS if n != "training alone"},
-                 cpu={"DataLoader, workers 2": 0.5, "pipeline, threads 4": 0.0405, "capture, threads 4": 0.04,
-                      "eager, threads 4": 0.06})
+    close = fake(
+        {n: [100, 101, 99, 100] for n in KINDS if n != "training alone"},
+        cpu={
+            "DataLoader, workers 2": 0.5,
+            "pipeline, threads 4": 0.0405,
+            "capture, threads 4": 0.04,
+            "eager, threads 4": 0.06,
+        },
+    )
     text = answer(close, FED, ROLES)
-    assert ("the least of every row: `capture, threads 4`, 0.41 s per 1,000 images (`pipeline, threads 4` "
-            "within 5% of it, with no interval to tell them apart).") in text
+    assert (
+        "the least of every row: `capture, threads 4`, 0.41 s per 1,000 images (`pipeline, threads 4` "
+        "within 5% of it, with no interval to tell them apart)."
+    ) in text

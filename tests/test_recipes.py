@@ -44,8 +44,9 @@ def fake(tmp_path: Path, source: str) -> recipes.Recipe:
 
 
 def test_settings_are_the_first_run_of_uppercase_assignments(tmp_path: Path) -> None:
-    found = fake(tmp_path, "import os\n\n# settings\nFOLDER = folder.root  # yours\n\nBATCH = 8\n"
-                           "x = 1\nLATER = 2\n")
+    found = fake(
+        tmp_path, "import os\n\n# settings\nFOLDER = folder.root  # yours\n\nBATCH = 8\nx = 1\nLATER = 2\n"
+    )
     assert found.settings == {"FOLDER": "folder.root  # yours", "BATCH": "8"}
     script = recipes.script(found, {"FOLDER": "/data", "BATCH": 2}, {"x": "x"})
     assert "FOLDER = '/data'\n" in script and "BATCH = 2\n" in script and "LATER = 2" in script
@@ -64,9 +65,12 @@ def test_a_recipe_that_breaks_the_rules_is_named(tmp_path: Path) -> None:
 def test_a_setting_that_reads_a_notebook_variable_is_named(tmp_path: Path) -> None:
     """A setting is a literal or an expression of the recipe's own imports: copied into a user's
     file, it runs as it is."""
-    found = fake(tmp_path, "import torch\nFOLDER = str(train_dir)  # yours\n"
-                           "DEVICE = 'gpu' if torch.cuda.is_available() else 'cpu'\nSTEPS = (8, 16)\n"
-                           "BATCH = batch_size\nx = 1\n")
+    found = fake(
+        tmp_path,
+        "import torch\nFOLDER = str(train_dir)  # yours\n"
+        "DEVICE = 'gpu' if torch.cuda.is_available() else 'cpu'\nSTEPS = (8, 16)\n"
+        "BATCH = batch_size\nx = 1\n",
+    )
     problems = found.problems()
     assert any(p.startswith("setting FOLDER reads ['train_dir']") for p in problems), problems
     assert any(p.startswith("setting BATCH reads ['batch_size']") for p in problems), problems
@@ -80,8 +84,10 @@ def test_a_recipe_runs_where_the_suite_cannot_be_imported(tmp_path: Path) -> Non
     ok = fake(tmp_path, "import os\nX = 1\nhere = os.getcwd()\n")
     report = recipes.run(ok, {"X": 3}, {"x": "X", "here": "here"}, tmp_path)
     assert report == {"x": 3, "here": str(tmp_path)}
-    for source, error in [("import helpers\nX = 1\n", "ModuleNotFoundError"),
-                          ("from tools import recipes\nX = 1\n", "ModuleNotFoundError"),
-                          ("X = 1\nraise SystemExit(3)\n", "exit 3")]:
+    for source, error in [
+        ("import helpers\nX = 1\n", "ModuleNotFoundError"),
+        ("from tools import recipes\nX = 1\n", "ModuleNotFoundError"),
+        ("X = 1\nraise SystemExit(3)\n", "exit 3"),
+    ]:
         with pytest.raises(AssertionError, match=error):
             recipes.run(fake(tmp_path, source), {}, {}, tmp_path)

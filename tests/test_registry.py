@@ -30,13 +30,17 @@ from tools import notebook_tables
 from tools import registry
 from tools import run_parameters
 
-ENTRY = {"title": "A dummy", "learn": "Nothing, on purpose", "needs_gpu": "No: it computes nothing",
-         "scales": {"ci": {"answer": 2}, "bench": {"answer": 3}},
-         "headline": {"answer": {"label": "the answer", "format": "{:.0f}"}}}
-DUMMY_TEST = '''from helpers.toolkit.parameters import ParameterError
+ENTRY = {
+    "title": "A dummy",
+    "learn": "Nothing, on purpose",
+    "needs_gpu": "No: it computes nothing",
+    "scales": {"ci": {"answer": 2}, "bench": {"answer": 3}},
+    "headline": {"answer": {"label": "the answer", "format": "{:.0f}"}},
+}
+DUMMY_TEST = """from helpers.toolkit.parameters import ParameterError
 
 REFUSALS = [({"answer": 0}, ParameterError, "parameter answer must be a positive integer")]
-'''
+"""
 
 
 def _copy_checkout(dest: Path) -> Path:
@@ -59,8 +63,9 @@ def _write_dummy(root: Path) -> Path:
     node.metadata[registry.KEY] = ENTRY
     parameters = new_code_cell('answer = 1  # what it computes\ndevice = "auto"')
     parameters.metadata["tags"] = ["parameters"]
-    check = new_code_cell("from helpers.toolkit.parameters import positive_int\n\n"
-                          "answer = positive_int('answer', answer)")
+    check = new_code_cell(
+        "from helpers.toolkit.parameters import positive_int\n\nanswer = positive_int('answer', answer)"
+    )
     check.metadata["tags"] = ["hide-input"]
     check.metadata["jupyter"] = {"source_hidden": True}
     node.cells = [new_markdown_cell("# A dummy"), parameters, check, new_code_cell("answer")]
@@ -89,24 +94,41 @@ def test_the_runner_runs_notebook_99_with_its_scales(checkout: tuple[Path, Path]
 def test_the_inventory_and_the_results_page_list_notebook_99(checkout: tuple[Path, Path]) -> None:
     root, _ = checkout
     rows = [line for line in inventory.render_inventory(root).splitlines() if line.startswith("| 99 ")]
-    assert rows == ["| 99 | [A dummy](notebooks/99-dummy.ipynb) | Nothing, on purpose | "
-                    "No: it computes nothing | — / — |"]
+    assert rows == [
+        "| 99 | [A dummy](notebooks/99-dummy.ipynb) | Nothing, on purpose | No: it computes nothing | — / — |"
+    ]
     assert notebook_tables.notebook_titles(root / "notebooks")["99-dummy"] == "A dummy"
     assert notebook_tables.headline_labels(root / "notebooks")["99-dummy"] == ENTRY["headline"]
 
 
 def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_record(
-        checkout: tuple[Path, Path]) -> None:
+    checkout: tuple[Path, Path],
+) -> None:
     """With no function of its own in tools.findings, notebook 99's record still gives it a README
     bullet (its title, its goals' ratios) and a bottom line (with the goals' verdicts)."""
     root, _ = checkout
     goal = {"ratio": 1.3, "ci95": [1.2, 1.5], "trials": 5, "goal": 1.1, "verdict": "met"}
-    record = {"machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2}, "date": "2099-01-01",
-              "notebooks": {"99-dummy": {
-                  "created": "2099-01-01T09:00:00+00:00", "parameters": {"answer": 1}, "headline": {},
-                  "results": {"goals": {"answer / nothing": goal}}, "seconds": 1.0,
-                  "run": {"scale": "full", "device_asked": "auto", "device": "cpu", "parameters": {},
-                          "command": "python -m tools.suite run", "commit": "abc"}}}}
+    record = {
+        "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2},
+        "date": "2099-01-01",
+        "notebooks": {
+            "99-dummy": {
+                "created": "2099-01-01T09:00:00+00:00",
+                "parameters": {"answer": 1},
+                "headline": {},
+                "results": {"goals": {"answer / nothing": goal}},
+                "seconds": 1.0,
+                "run": {
+                    "scale": "full",
+                    "device_asked": "auto",
+                    "device": "cpu",
+                    "parameters": {},
+                    "command": "python -m tools.suite run",
+                    "commit": "abc",
+                },
+            }
+        },
+    }
     results = root / "results"
     (results / "cpu-2099-01-01.json").write_text(json.dumps(record), encoding="utf-8")
     try:
@@ -117,15 +139,17 @@ def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_recor
         assert "([record](../results/cpu-2099-01-01.json))" in line and bullet.text in line
         assert "Its goal (answer / nothing) is stated for GPUs and not judged on this run." in line
         assert [f.notebooks for f in findings.findings(results)][:7] == [
-            (name,) for name in findings.NOTEBOOKS]  # the hand-written ones first, in their order
+            (name,) for name in findings.NOTEBOOKS
+        ]  # the hand-written ones first, in their order
     finally:
         (results / "cpu-2099-01-01.json").unlink()
 
 
 def test_the_docs_nav_and_files_take_notebook_99(checkout: tuple[Path, Path]) -> None:
     root, dummy = checkout
-    notebooks = next(item["Notebooks"] for item in site_nav(root) if isinstance(item, dict)
-                     and "Notebooks" in item)
+    notebooks = next(
+        item["Notebooks"] for item in site_nav(root) if isinstance(item, dict) and "Notebooks" in item
+    )
     assert notebooks[-1] == "notebooks/99-dummy.ipynb"
     assert notebooks == [f"notebooks/{p.name}" for p in registry.notebook_paths(root)]
     # the hook adds the notebooks to the site's files (docs/hooks.py, on_files)
@@ -139,18 +163,34 @@ def test_the_refusal_tests_and_the_gpu_tier_take_notebook_99(checkout: tuple[Pat
     (case,) = [c for c in refusal_cases(root) if c.values[0] == "99-dummy"]
     assert case.id == "99-dummy-0" and case.values[1] == {"answer": 0}
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "tests/test_notebook_refusals.py", "tests/test_gpu_tier.py", "tests/test_notebooks.py"],
-        cwd=root, env={**_environment(), "PYTHONPATH": str(root)}, capture_output=True, text=True,
-        timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_notebook_refusals.py",
+            "tests/test_gpu_tier.py",
+            "tests/test_notebooks.py",
+        ],
+        cwd=root,
+        env={**_environment(), "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
     ids = collected.stdout.splitlines()
-    for expected in ("tests/test_notebook_refusals.py::test_a_bad_parameter_is_refused_by_name_in_the_set_up"
-                     "[99-dummy-0]",
-                     "tests/test_notebook_refusals.py::test_good_parameters_pass_the_set_up_and_it_ends_before"
-                     "_the_first_lesson[99-dummy]",
-                     "tests/test_gpu_tier.py::test_notebook_ran_on_the_gpu[99-dummy]",
-                     "tests/test_notebooks.py::test_cells_folded_on_the_site_are_folded_in_jupyterlab[99-dummy]"):
+    for expected in (
+        "tests/test_notebook_refusals.py::test_a_bad_parameter_is_refused_by_name_in_the_set_up[99-dummy-0]",
+        "tests/test_notebook_refusals.py::test_good_parameters_pass_the_set_up_and_it_ends_before"
+        "_the_first_lesson[99-dummy]",
+        "tests/test_gpu_tier.py::test_notebook_ran_on_the_gpu[99-dummy]",
+        "tests/test_notebooks.py::test_cells_folded_on_the_site_are_folded_in_jupyterlab[99-dummy]",
+    ):
         assert expected in ids, f"{expected} not collected:\n" + "\n".join(ids[-40:])
 
 
@@ -171,19 +211,23 @@ def test_each_entry_is_read_from_the_notebooks_metadata() -> None:
         assert notebook_test_file(entry.path, REPO_ROOT).is_file(), f"{entry.slug} has no tests/test_nbNN.py"
 
 
-@pytest.mark.parametrize("change, missing", [
-    (lambda meta: meta.pop("learn"), "lacks learn;"),
-    (lambda meta: meta.update(title="  "), "lacks title;"),
-    (lambda meta: meta["scales"].pop("bench"), "lacks scales.bench;"),
-    (lambda meta: meta.update(headline=[]), "lacks headline (a dict"),
-])
+@pytest.mark.parametrize(
+    "change, missing",
+    [
+        (lambda meta: meta.pop("learn"), "lacks learn;"),
+        (lambda meta: meta.update(title="  "), "lacks title;"),
+        (lambda meta: meta["scales"].pop("bench"), "lacks scales.bench;"),
+        (lambda meta: meta.update(headline=[]), "lacks headline (a dict"),
+    ],
+)
 def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, change, missing) -> None:
     meta = json.loads(json.dumps(ENTRY))
     change(meta)
     path = tmp_path / "notebooks" / "42-broken.ipynb"
     path.parent.mkdir()
-    path.write_text(json.dumps({"cells": [], "metadata": {registry.KEY: meta}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps({"cells": [], "metadata": {registry.KEY: meta}, "nbformat": 4, "nbformat_minor": 5})
+    )
     with pytest.raises(registry.RegistryError) as raised:
         registry.notebooks(tmp_path)
     assert str(raised.value).startswith(f"42-broken.ipynb: metadata['{registry.KEY}'] {missing}")

@@ -31,18 +31,31 @@ from helpers.toolkit.benchmarking import Record
 def test_the_killer_signals_the_watched_rank_once_at_or_after_its_step() -> None:
     sent: list[tuple[int, int]] = []
     killer = Killer(step=5, rank=1, kill=lambda pid, sig: sent.append((pid, sig)))
-    for line in ["rank 0 pid 10 step 6", "rank 1 pid 11 step 4", "eager: 2 process(es)",
-                 "rank 1 pid 11 step 5", "rank 1 pid 11 step 6"]:
+    for line in [
+        "rank 0 pid 10 step 6",
+        "rank 1 pid 11 step 4",
+        "eager: 2 process(es)",
+        "rank 1 pid 11 step 5",
+        "rank 1 pid 11 step 6",
+    ]:
         killer(line)
     assert sent == [(11, signal.SIGKILL)]
     assert killer.killed == 5 and killer.last_seen == 6
 
 
 def test_quote_keeps_the_scripts_own_lines_only() -> None:
-    lines = ["rank 0 pid 1 step 3", "resumed from step-00000020 (step 20) in 9.1 ms",
-             "eager: 1 process(es) on cpu", "torch.distributed.elastic... failed", "error (rank 0): x"]
-    assert quote(lines) == ["   | resumed from step-00000020 (step 20) in 9.1 ms",
-                            "   | eager: 1 process(es) on cpu", "   | error (rank 0): x"]
+    lines = [
+        "rank 0 pid 1 step 3",
+        "resumed from step-00000020 (step 20) in 9.1 ms",
+        "eager: 1 process(es) on cpu",
+        "torch.distributed.elastic... failed",
+        "error (rank 0): x",
+    ]
+    assert quote(lines) == [
+        "   | resumed from step-00000020 (step 20) in 9.1 ms",
+        "   | eager: 1 process(es) on cpu",
+        "   | error (rank 0): x",
+    ]
 
 
 def test_error_of_names_what_an_action_raises() -> None:
@@ -52,10 +65,28 @@ def test_error_of_names_what_an_action_raises() -> None:
 
 def _setup(**changes) -> Setup:
     """1,024 records in steps of 64: 16 steps an epoch, 3 epochs; 2 ranks of 8 steps an epoch."""
-    setup = Setup(data_path=REPO_ROOT / "data" / "mnist", train_path=Path("t"), workdir=Path("w"),
-                  device="cpu", processes=2, records=1024, batch_size=64, epochs=3, every=5, keep=2,
-                  learning_rate=0.05, trials=3, min_seconds=None, num_threads=1, seed=0, launch_timeout=300,
-                  results_dir=None, gpus=0, dist_device="cpu", pick=random.Random(0))
+    setup = Setup(
+        data_path=REPO_ROOT / "data" / "mnist",
+        train_path=Path("t"),
+        workdir=Path("w"),
+        device="cpu",
+        processes=2,
+        records=1024,
+        batch_size=64,
+        epochs=3,
+        every=5,
+        keep=2,
+        learning_rate=0.05,
+        trials=3,
+        min_seconds=None,
+        num_threads=1,
+        seed=0,
+        launch_timeout=300,
+        results_dir=None,
+        gpus=0,
+        dist_device="cpu",
+        pick=random.Random(0),
+    )
     return dataclasses.replace(setup, **changes)
 
 
@@ -65,9 +96,20 @@ def test_the_setup_is_read_by_attribute_and_records_its_resolved_parameters() ->
     assert setup.rank_steps == 3 * 6  # a rank's shard: 334 records, 6 steps of 64
     with pytest.raises(dataclasses.FrozenInstanceError):
         setup.every = 1  # type: ignore[misc]
-    assert setup.parameters == {"data_path": "data/mnist", "device": "cpu", "processes": 3, "records": 1000,
-                                "batch_size": 64, "epochs": 3, "every": 5, "keep": 2, "learning_rate": 0.05,
-                                "trials": 3, "num_threads": 1, "seed": 0}
+    assert setup.parameters == {
+        "data_path": "data/mnist",
+        "device": "cpu",
+        "processes": 3,
+        "records": 1000,
+        "batch_size": 64,
+        "epochs": 3,
+        "every": 5,
+        "keep": 2,
+        "learning_rate": 0.05,
+        "trials": 3,
+        "num_threads": 1,
+        "seed": 0,
+    }
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -91,8 +133,13 @@ class _Bench:
     """The part of helpers.toolkit.harness.Results that costs() and conclusion() read: ``rates`` and
     ``trials`` for the ways whose epochs are read (none: the trials say nothing of epochs)."""
 
-    def __init__(self, eager_rate: float, ratios: dict[str, Ratio], rates: dict[str, float] | None = None,
-                 trials: dict[str, list] | None = None) -> None:
+    def __init__(
+        self,
+        eager_rate: float,
+        ratios: dict[str, Ratio],
+        rates: dict[str, float] | None = None,
+        trials: dict[str, list] | None = None,
+    ) -> None:
         self.eager_rate, self.ratios = eager_rate, ratios
         self.rates, self.trials = {"eager": eager_rate, **(rates or {})}, trials or {}
 
@@ -104,15 +151,24 @@ class _Bench:
 
 
 def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() -> None:
-    resumes = {"eager": {"step": 20, "seconds": 0.010, "to_first_step_seconds": 0.2},
-               "capture": {"step": 30, "seconds": 0.006, "to_first_step_seconds": 0.5}}
-    cost = costs(_Bench(6400.0, {}), [0.010, 0.030, 0.020], resumes, every=20, batch_size=64,
-                 checkpoint_bytes=1_000_000)
+    resumes = {
+        "eager": {"step": 20, "seconds": 0.010, "to_first_step_seconds": 0.2},
+        "capture": {"step": 30, "seconds": 0.006, "to_first_step_seconds": 0.5},
+    }
+    cost = costs(
+        _Bench(6400.0, {}),
+        [0.010, 0.030, 0.020],
+        resumes,
+        every=20,
+        batch_size=64,
+        checkpoint_bytes=1_000_000,
+    )
     assert cost["step_ms"] == pytest.approx(10.0)  # 64 samples at 6,400 samples/s
     assert cost["share_of_steps"] == pytest.approx(20.0 / (20 * 10.0))
     assert cost["restore_ms"]["median"] == pytest.approx(8.0)
-    assert cost["resumes"]["capture"] == pytest.approx({"from_step": 30, "restore_ms": 6.0,
-                                                        "to_first_step_ms": 500.0})
+    assert cost["resumes"]["capture"] == pytest.approx(
+        {"from_step": 30, "restore_ms": 6.0, "to_first_step_ms": 500.0}
+    )
     lines = cost_lines(cost, Ratio(0.9, 0.8, 1.0, 5, True), processes=2)
     assert "adds 10.0% to their time" in lines[-2] and "the writes alone" not in lines[-2]  # 0% to 25%
     slower = cost_lines(cost, Ratio(0.80, 0.75, 0.85, 5, True), processes=2)[-2]
@@ -122,36 +178,57 @@ def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() ->
     assert lines[-1] == "size of a 2-rank checkpoint: 1.00 MB"
 
 
-BRANCHES = {"pays for a new reader", "was faster than one reader",
-            "cannot tell what making a capture loop resumable costs"}
+BRANCHES = {
+    "pays for a new reader",
+    "was faster than one reader",
+    "cannot tell what making a capture loop resumable costs",
+}
 
 
-@pytest.mark.parametrize("resumable,words", [
-    (Ratio(0.45, 0.35, 0.57, 5, True), "pays for a new reader"),
-    (Ratio(1.30, 1.10, 1.50, 5, True), "was faster than one reader"),
-    (Ratio(0.90, 0.70, 1.10, 5, True), "cannot tell what making a capture loop resumable costs"),
-])
+@pytest.mark.parametrize(
+    "resumable,words",
+    [
+        (Ratio(0.45, 0.35, 0.57, 5, True), "pays for a new reader"),
+        (Ratio(1.30, 1.10, 1.50, 5, True), "was faster than one reader"),
+        (Ratio(0.90, 0.70, 1.10, 5, True), "cannot tell what making a capture loop resumable costs"),
+    ],
+)
 def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Ratio, words: str) -> None:
     """One advice by the interval of resumable capture / capture, and not the others; each check
     said for its own mode; the costs' figures are this run's."""
     label = "capture, epoch readers + checkpoints / capture"
     overhead = Ratio(0.80, 0.75, 0.85, 5, True)  # eager + checkpoints / eager: slower
-    bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): resumable,
-                            "eager + checkpoints / eager": overhead})
+    bench = _Bench(
+        6400.0, {" / ".join(COMPARISONS[label]): resumable, "eager + checkpoints / eager": overhead}
+    )
     same, differs = {"bit_identical": True}, {"bit_identical": False, "largest_loss_gap": 3e-6}
-    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20,
-            "resumes": {"eager": {"to_first_step_ms": 3161.5}, "in kernel": {"to_first_step_ms": 628.7}}}
-    text = conclusion(machine="gpu, H200", checks={"eager": same, "capture": differs, "distributed": same},
-                      dist_device="cpu", processes=2, refused=6, cost=cost, bench=bench)
+    cost = {
+        "write_ms": {"median": 11.7},
+        "restore_ms": {"median": 8.1},
+        "every": 20,
+        "resumes": {"eager": {"to_first_step_ms": 3161.5}, "in kernel": {"to_first_step_ms": 628.7}},
+    }
+    text = conclusion(
+        machine="gpu, H200",
+        checks={"eager": same, "capture": differs, "distributed": same},
+        dist_device="cpu",
+        processes=2,
+        refused=6,
+        cost=cost,
+        bench=bench,
+    )
     assert [w for w in BRANCHES if w in text] == [words]
-    assert ("bit-identical in eager mode and not bit-identical (largest loss difference 3.0e-06) in "
-            "capture mode") in text
+    assert (
+        "bit-identical in eager mode and not bit-identical (largest loss difference 3.0e-06) in capture mode"
+    ) in text
     assert "with 2 ranks under torchrun on cpu, bit-identical." in text
     assert "6 damaged, missing or incompatible checkpoints were refused" in text
     assert "A checkpoint took 11.7 ms to write, and `restore()` alone 8.1 ms (medians)." in text
     assert "first step was done 0.6 to 3.2 s after its restore began" in text
-    assert "With a checkpoint every 20 steps, eager mode was **slower than eager mode without them " \
-           "(0.80x [0.75-0.85])**" in text
+    assert (
+        "With a checkpoint every 20 steps, eager mode was **slower than eager mode without them "
+        "(0.80x [0.75-0.85])**" in text
+    )
     assert "over this run's epochs: this run times one epoch length" in text  # the trials say no epoch length
 
 
@@ -164,27 +241,49 @@ def test_resumable_capture_is_said_per_epoch_of_the_runs_length() -> None:
     resumable = "capture, epoch readers + checkpoints"
     # 3 epochs of 256 steps of 64 a trial, one batch handed over: 767 timed
     trials = {resumable: [Trial(767 * 64, 10.0, 0.0, 1.0, skipped=1, batches=767, epochs=3)] * 2}
-    bench = _Bench(6400.0, {f"{resumable} / capture": Ratio(0.5, 0.45, 0.55, 5, True)},
-                   rates={resumable: 3200.0, "capture": 6400.0}, trials=trials)
+    bench = _Bench(
+        6400.0,
+        {f"{resumable} / capture": Ratio(0.5, 0.45, 0.55, 5, True)},
+        rates={resumable: 3200.0, "capture": 6400.0},
+        trials=trials,
+    )
     steps, seconds = epoch_cost(bench, resumable, "capture")
     assert steps == 256 and seconds == pytest.approx(256 * 64 * (1 / 3200 - 1 / 6400))  # 2.56 s
     same = {"bit_identical": True}
-    cost = {"write_ms": {"median": 11.7}, "restore_ms": {"median": 8.1}, "every": 20,
-            "resumes": {"eager": {"to_first_step_ms": 3161.5}}}
-    text = conclusion(machine="gpu, H200", checks={"eager": same, "capture": same, "distributed": same},
-                      dist_device="cpu", processes=2, refused=6, cost=cost, bench=bench)
-    assert ("slower than capture mode with one reader and no checkpoints (0.50x [0.45-0.55])** over epochs "
-            "of 256 steps, about 2.56 s more an epoch") in text
+    cost = {
+        "write_ms": {"median": 11.7},
+        "restore_ms": {"median": 8.1},
+        "every": 20,
+        "resumes": {"eager": {"to_first_step_ms": 3161.5}},
+    }
+    text = conclusion(
+        machine="gpu, H200",
+        checks={"eager": same, "capture": same, "distributed": same},
+        dist_device="cpu",
+        processes=2,
+        refused=6,
+        cost=cost,
+        bench=bench,
+    )
+    assert (
+        "slower than capture mode with one reader and no checkpoints (0.50x [0.45-0.55])** over epochs "
+        "of 256 steps, about 2.56 s more an epoch"
+    ) in text
     assert "does not split the cost between each epoch's new reader" in text
-    mixed = {resumable: [Trial(767 * 64, 10.0, 0.0, 1.0, skipped=1, batches=767, epochs=3),
-                         Trial(511 * 64, 10.0, 0.0, 1.0, skipped=1, batches=511, epochs=3)]}
+    mixed = {
+        resumable: [
+            Trial(767 * 64, 10.0, 0.0, 1.0, skipped=1, batches=767, epochs=3),
+            Trial(511 * 64, 10.0, 0.0, 1.0, skipped=1, batches=511, epochs=3),
+        ]
+    }
     assert epoch_cost(_Bench(6400.0, {}, trials=mixed), resumable, "capture") is None
 
 
 def test_a_resume_that_differs_is_said_with_its_gaps() -> None:
     differs = {"bit_identical": False, "largest_loss_gap": 2.5e-6, "largest_weight_gap": 1e-7}
-    assert resume_line(differs, "eager", "gpu") == ("eager (gpu): NOT bit-identical: largest loss "
-                                                    "difference 2.50e-06, largest weight difference 1.00e-07")
+    assert resume_line(differs, "eager", "gpu") == (
+        "eager (gpu): NOT bit-identical: largest loss difference 2.50e-06, largest weight difference 1.00e-07"
+    )
     same = resume_line({"bit_identical": True}, "eager", "cpu")
     assert same.endswith("bit-identical to the uninterrupted run")
 
@@ -205,52 +304,88 @@ def test_the_record_takes_each_value_from_its_own_lesson() -> None:
     """Every ratio its own figure, every check its own mode: a value read from the wrong lesson,
     or a headline key on the wrong ratio, fails."""
     setup = _setup()
-    ratios = {" / ".join(pair): Ratio(0.5 + i / 10, 0.4 + i / 10, 0.6 + i / 10, 3, True)
-              for i, pair in enumerate(COMPARISONS.values())}
+    ratios = {
+        " / ".join(pair): Ratio(0.5 + i / 10, 0.4 + i / 10, 0.6 + i / 10, 3, True)
+        for i, pair in enumerate(COMPARISONS.values())
+    }
     eager_check = {"bit_identical": True, "losses_identical": True, "steps_compared": 48}
     capture_check = {"bit_identical": False, "losses_identical": False, "steps_compared": 47}
     dist_check = {"bit_identical": True, "losses_identical": True, "steps_compared": 24}
-    cost = {"write_ms": {"median": 12.0}, "restore_ms": {"median": 8.0}, "share_of_steps": 0.05,
-            "resumes": {"eager": {"to_first_step_ms": 300.0}, "capture": {"to_first_step_ms": 500.0},
-                        "after damage": {"to_first_step_ms": 100.0}}}
+    cost = {
+        "write_ms": {"median": 12.0},
+        "restore_ms": {"median": 8.0},
+        "share_of_steps": 0.05,
+        "resumes": {
+            "eager": {"to_first_step_ms": 300.0},
+            "capture": {"to_first_step_ms": 500.0},
+            "after damage": {"to_first_step_ms": 100.0},
+        },
+    }
     bad = {"all_corrupt": {"refused": True}, "missing": {"refused": True}}
-    rec = record(setup, restore_identical=True, save_without_seq="ValueError: {seq}",
-                 capture_with_checkpointing="NotImplementedError: no", chosen_step=17,
-                 killer=SimpleNamespace(killed=18), killed_launch=SimpleNamespace(returncode=-9),
-                 resumed={"resumed": {"step": 15}}, eager_check=eager_check,
-                 fallback={"skipped": ["step-00000015 (truncated)"], "resumed": {"step": 10},
-                           "resumed_from": 10},
-                 bad=bad, capture_killer=SimpleNamespace(killed=29), capture_res={
-                     "resumed": {"step": 25}, "fast_forward_batches": 9}, capture_check=capture_check,
-                 dist_killer=SimpleNamespace(killed=14),
-                 dist_launch=SimpleNamespace(root_cause="rank 1 was killed by signal 9 first"),
-                 dist_res={"resumed": {"step": 10}}, dist_check=dist_check,
-                 parts=["rank-1.pt", "model.pt", "MANIFEST.json", "rank-0.pt"], states=["a", "b"], crossed=2,
-                 bench=_Harness(ratios), cost=cost)
+    rec = record(
+        setup,
+        restore_identical=True,
+        save_without_seq="ValueError: {seq}",
+        capture_with_checkpointing="NotImplementedError: no",
+        chosen_step=17,
+        killer=SimpleNamespace(killed=18),
+        killed_launch=SimpleNamespace(returncode=-9),
+        resumed={"resumed": {"step": 15}},
+        eager_check=eager_check,
+        fallback={"skipped": ["step-00000015 (truncated)"], "resumed": {"step": 10}, "resumed_from": 10},
+        bad=bad,
+        capture_killer=SimpleNamespace(killed=29),
+        capture_res={"resumed": {"step": 25}, "fast_forward_batches": 9},
+        capture_check=capture_check,
+        dist_killer=SimpleNamespace(killed=14),
+        dist_launch=SimpleNamespace(root_cause="rank 1 was killed by signal 9 first"),
+        dist_res={"resumed": {"step": 10}},
+        dist_check=dist_check,
+        parts=["rank-1.pt", "model.pt", "MANIFEST.json", "rank-0.pt"],
+        states=["a", "b"],
+        crossed=2,
+        bench=_Harness(ratios),
+        cost=cost,
+    )
     assert isinstance(rec, Record) and rec.parameters == setup.parameters
     by_label = {label: ratios[" / ".join(pair)].ratio for label, pair in COMPARISONS.items()}
     assert rec.headline == {
-        "kill_step": 18, "resumed_from": 15, "bit_identical": 1, "checkpoint_write_ms": 12.0,
-        "checkpoint_restore_ms": 8.0, "resume_first_step_ms": 300.0, "checkpoint_share_of_steps": 0.05,
+        "kill_step": 18,
+        "resumed_from": 15,
+        "bit_identical": 1,
+        "checkpoint_write_ms": 12.0,
+        "checkpoint_restore_ms": 8.0,
+        "resume_first_step_ms": 300.0,
+        "checkpoint_share_of_steps": 0.05,
         "epoch_readers_over_capture": by_label["capture, epoch readers / capture"],
         "resumable_capture_over_capture": by_label["capture, epoch readers + checkpoints / capture"],
-        "resumable_capture_over_eager_checkpoints":
-            by_label["capture, epoch readers + checkpoints / eager + checkpoints"],
-        "eager_checkpoints_over_eager": by_label["eager + checkpoints / eager"]}
+        "resumable_capture_over_eager_checkpoints": by_label[
+            "capture, epoch readers + checkpoints / eager + checkpoints"
+        ],
+        "eager_checkpoints_over_eager": by_label["eager + checkpoints / eager"],
+    }
     results = rec.results
     assert results["resume"]["steps_redone"] == 3 and results["resume"]["chosen_step"] == 17
     assert results["resume"]["steps_compared"] == 48 and results["resume"]["returncode"] == -9
     assert results["resume"]["corrupt_checkpoint_rejected"] is True
     assert "resumed" not in results["resume"]["fallback"]
-    assert results["capture_resume"] == {"signal": "SIGKILL", "kill_step": 29, "resumed_from": 25,
-                                         "fast_forward_batches": 9, **capture_check}
+    assert results["capture_resume"] == {
+        "signal": "SIGKILL",
+        "kill_step": 29,
+        "resumed_from": 25,
+        "fast_forward_batches": 9,
+        **capture_check,
+    }
     dist = results["distributed"]
     assert dist["parts"] == ["MANIFEST.json", "model.pt", "rank-0.pt", "rank-1.pt"]
     assert (dist["killed_rank"], dist["kill_step"], dist["resumed_from"]) == (1, 14, 10)
     assert (dist["distinct_reader_states"], dist["epoch_boundaries_after_resume"]) == (2, 2)
     assert dist["steps_compared"] == 24
-    assert results["dali_api"] == {"restore_identical": True, "save_without_seq": "ValueError: {seq}",
-                                   "capture_with_checkpointing": "NotImplementedError: no"}
+    assert results["dali_api"] == {
+        "restore_identical": True,
+        "save_without_seq": "ValueError: {seq}",
+        "capture_with_checkpointing": "NotImplementedError: no",
+    }
     assert (results["steps_per_epoch"], results["total_steps"]) == (16, 48)
     recorded = results["benchmark"]["ratios"]["eager + checkpoints / eager"]
     assert recorded["ratio"] == by_label["eager + checkpoints / eager"]

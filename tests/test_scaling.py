@@ -39,38 +39,72 @@ def test_an_excerpt_whose_markers_are_gone_says_to_update_them(tmp_path) -> None
 
 
 def test_on_cpu_processes_the_verdict_says_what_the_ratios_cannot_show() -> None:
-    text = verdict(Ratio(0.9, 0.85, 0.95, 3, True), Ratio(0.8, 0.7, 0.9, 3, True), 1.9, gpus=False,
-                   processes=2, global_batch=128, cores=2)
+    text = verdict(
+        Ratio(0.9, 0.85, 0.95, 3, True),
+        Ratio(0.8, 0.7, 0.9, 3, True),
+        1.9,
+        gpus=False,
+        processes=2,
+        global_batch=128,
+        cores=2,
+    )
     assert "shared 2 CPU cores" in text and "not how GPUs scale" in text and "not judged here" in text
     assert "slower than one process at the same batch per process (0.90x [0.85-0.95])" in text
     assert "slower than one process at the same global batch of 128 (0.80x [0.70-0.90])" in text
 
 
-@pytest.mark.parametrize(("weak", "verdict_words"), [
-    (Ratio(1.95, 1.92, 1.98, 3, True), "met: the whole interval clears it"),
-    (Ratio(1.5, 1.4, 1.6, 3, True), "not met: the whole interval is below it"),
-    (Ratio(1.9, 1.7, 2.1, 3, True), "inconclusive: the interval contains it"),
-])
+@pytest.mark.parametrize(
+    ("weak", "verdict_words"),
+    [
+        (Ratio(1.95, 1.92, 1.98, 3, True), "met: the whole interval clears it"),
+        (Ratio(1.5, 1.4, 1.6, 3, True), "not met: the whole interval is below it"),
+        (Ratio(1.9, 1.7, 2.1, 3, True), "inconclusive: the interval contains it"),
+    ],
+)
 def test_on_gpus_the_goal_follows_the_interval(weak, verdict_words) -> None:
-    text = verdict(weak, Ratio(1.5, 1.45, 1.55, 3, True), 1.9, gpus=True, processes=2, global_batch=128,
-                   cores=16)
+    text = verdict(
+        weak, Ratio(1.5, 1.45, 1.55, 3, True), 1.9, gpus=True, processes=2, global_batch=128, cores=16
+    )
     assert verdict_words in text and "faster than one GPU" in text
 
 
 def test_strong_scaling_is_said_to_gain_less_only_when_the_intervals_are_apart() -> None:
-    apart = verdict(Ratio(1.9, 1.85, 1.95, 3, True), Ratio(1.3, 1.2, 1.4, 3, True), 1.9, gpus=True,
-                    processes=2, global_batch=128, cores=16)
-    overlapping = verdict(Ratio(1.9, 1.5, 1.95, 3, True), Ratio(1.6, 1.2, 1.7, 3, True), 1.9, gpus=True,
-                          processes=2, global_batch=128, cores=16)
+    apart = verdict(
+        Ratio(1.9, 1.85, 1.95, 3, True),
+        Ratio(1.3, 1.2, 1.4, 3, True),
+        1.9,
+        gpus=True,
+        processes=2,
+        global_batch=128,
+        cores=16,
+    )
+    overlapping = verdict(
+        Ratio(1.9, 1.5, 1.95, 3, True),
+        Ratio(1.6, 1.2, 1.7, 3, True),
+        1.9,
+        gpus=True,
+        processes=2,
+        global_batch=128,
+        cores=16,
+    )
     assert "gained less" in apart and "gained less" not in overlapping
 
 
 def test_a_launch_result_is_read_without_its_arguments_and_its_coverage_tabled(tmp_path) -> None:
     out = tmp_path / "r.json"
-    coverage = {"samples": 10, "distinct": 9, "data_set": 9, "duplicates": 1, "shared_between_ranks": 0,
-                "complete": True, "per_rank": [5, 5], "shard_of_rank": [1, 0]}
-    out.write_text(json.dumps({"arguments": {"data": "/somewhere"},
-                               "epochs": [{"epoch": 1, "coverage": coverage}]}))
+    coverage = {
+        "samples": 10,
+        "distinct": 9,
+        "data_set": 9,
+        "duplicates": 1,
+        "shared_between_ranks": 0,
+        "complete": True,
+        "per_rank": [5, 5],
+        "shard_of_rank": [1, 0],
+    }
+    out.write_text(
+        json.dumps({"arguments": {"data": "/somewhere"}, "epochs": [{"epoch": 1, "coverage": coverage}]})
+    )
     run = read_results(out)
     assert "arguments" not in run
     table = coverage_table(run)
@@ -80,10 +114,13 @@ def test_a_launch_result_is_read_without_its_arguments_and_its_coverage_tabled(t
 def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_interval() -> None:
     from helpers.lessons.nb04_scaling_out import throughput_table
 
-    runs = {"single": [{"samples_per_s": r, "timed_steps": 192} for r in (100.0, 110.0, 105.0)],
-            "multi": [{"samples_per_s": r, "timed_steps": 96} for r in (180.0, 200.0, 190.0)]}
-    throughput, table = throughput_table(runs, {"single": (1, 64), "multi": (2, 64)},
-                                         {"single": "1 process", "multi": "all processes"})
+    runs = {
+        "single": [{"samples_per_s": r, "timed_steps": 192} for r in (100.0, 110.0, 105.0)],
+        "multi": [{"samples_per_s": r, "timed_steps": 96} for r in (180.0, 200.0, 190.0)],
+    }
+    throughput, table = throughput_table(
+        runs, {"single": (1, 64), "multi": (2, 64)}, {"single": "1 process", "multi": "all processes"}
+    )
     estimate = (180.0 * 200.0 * 190.0) ** (1 / 3)  # 189.8: the geometric mean, not the median 190
     assert throughput["multi"]["geometric_mean"] == pytest.approx(estimate, rel=1e-9)
     assert throughput["multi"]["median"] == 190.0 and throughput["single"]["n"] == 3
@@ -92,7 +129,8 @@ def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_in
     logs = [math.log(v) for v in (180.0, 200.0, 190.0)]
     half = 4.302652729911275 * statistics.stdev(logs) / math.sqrt(3)
     assert throughput["multi"]["ci95"] == pytest.approx(
-        [math.exp(statistics.fmean(logs) - half), math.exp(statistics.fmean(logs) + half)], rel=1e-6)
+        [math.exp(statistics.fmean(logs) - half), math.exp(statistics.fmean(logs) + half)], rel=1e-6
+    )
     assert table.loc["all processes", "per process"] == 95
     assert table.loc["all processes", "global batch"] == 128
     assert table.loc["1 process", "timed steps per launch"] == 192
@@ -101,11 +139,28 @@ def test_the_throughput_table_gives_each_configuration_its_geometric_mean_and_in
 def setup_of(device: str, tmp_path: Path) -> Setup:
     """A set-up as notebook 04's ``set_up`` makes it, for a run on ``device``, without copying data."""
     source = REPO_ROOT / "data" / "dali_extra" / "db" / "MNIST" / "training"
-    return Setup(source=source, train_path=tmp_path / "training", test_path=source.parent / "testing",
-                 demo_data=tmp_path / "demo", device=device, backend="nccl" if device == "gpu" else "gloo",
-                 gpus=2 if device == "gpu" else 0, records=512, workdir=tmp_path, processes=2, batch_size=64,
-                 epochs=3, launches=3, learning_rate=0.05, demo_records=500, num_threads=1,
-                 accuracy_tolerance=5.0, seed=7, launch_timeout=300, results_dir=str(tmp_path / "results"))
+    return Setup(
+        source=source,
+        train_path=tmp_path / "training",
+        test_path=source.parent / "testing",
+        demo_data=tmp_path / "demo",
+        device=device,
+        backend="nccl" if device == "gpu" else "gloo",
+        gpus=2 if device == "gpu" else 0,
+        records=512,
+        workdir=tmp_path,
+        processes=2,
+        batch_size=64,
+        epochs=3,
+        launches=3,
+        learning_rate=0.05,
+        demo_records=500,
+        num_threads=1,
+        accuracy_tolerance=5.0,
+        seed=7,
+        launch_timeout=300,
+        results_dir=str(tmp_path / "results"),
+    )
 
 
 def test_the_set_up_records_its_resolved_parameters_and_nothing_of_this_machine(tmp_path: Path) -> None:
@@ -113,10 +168,22 @@ def test_the_set_up_records_its_resolved_parameters_and_nothing_of_this_machine(
 
     setup = setup_of("cpu", tmp_path)
     assert setup.parameters == {
-        "data_path": "data/dali_extra/db/MNIST/training", "test_path": "data/dali_extra/db/MNIST/testing",
-        "device": "cpu", "backend": "gloo", "processes": 2, "batch_size": 64, "epochs": 3, "launches": 3,
-        "learning_rate": 0.05, "demo_records": 500, "num_threads": 1, "accuracy_tolerance": 5.0, "seed": 7,
-        "records": 512, "launch_timeout": 300}  # no work folder, GPU count or results folder
+        "data_path": "data/dali_extra/db/MNIST/training",
+        "test_path": "data/dali_extra/db/MNIST/testing",
+        "device": "cpu",
+        "backend": "gloo",
+        "processes": 2,
+        "batch_size": 64,
+        "epochs": 3,
+        "launches": 3,
+        "learning_rate": 0.05,
+        "demo_records": 500,
+        "num_threads": 1,
+        "accuracy_tolerance": 5.0,
+        "seed": 7,
+        "records": 512,
+        "launch_timeout": 300,
+    }  # no work folder, GPU count or results folder
     with pytest.raises(FrozenInstanceError):
         setup.device = "gpu"  # type: ignore[misc]
 
@@ -125,18 +192,33 @@ def lessons_of() -> dict:
     """What notebook 04's lessons make, at the size ``record`` reads."""
     from helpers.toolkit.benchmarking import ratio
 
-    rates = {"single": [100.0, 110.0, 105.0], "multi": [90.0, 95.0, 100.0],
-             "single_global": [99.0, 101.0, 98.0]}
+    rates = {
+        "single": [100.0, 110.0, 105.0],
+        "multi": [90.0, 95.0, 100.0],
+        "single_global": [99.0, 101.0, 98.0],
+    }
     weak, strong = ratio(rates["multi"], rates["single"]), ratio(rates["multi"], rates["single_global"])
-    return {"runs": {}, "labels": {}, "configurations": {}, "launch_order": [],
-            "throughput": {k: {"geometric_mean": v[0]} for k, v in rates.items()}, "weak": weak,
-            "strong": strong, "goals": {"weak scaling": weak.goal(1.9, count="launches")},
-            "accuracy": {"mean": {"single_global": 0.91, "multi": 0.9}}, "checked": None, "padding": 0,
-            "failure": None, "too_many_processes": "", "two_nodes": None}
+    return {
+        "runs": {},
+        "labels": {},
+        "configurations": {},
+        "launch_order": [],
+        "throughput": {k: {"geometric_mean": v[0]} for k, v in rates.items()},
+        "weak": weak,
+        "strong": strong,
+        "goals": {"weak scaling": weak.goal(1.9, count="launches")},
+        "accuracy": {"mean": {"single_global": 0.91, "multi": 0.9}},
+        "checked": None,
+        "padding": 0,
+        "failure": None,
+        "too_many_processes": "",
+        "two_nodes": None,
+    }
 
 
 def test_the_record_takes_its_headline_from_the_lessons_and_its_parameters_from_the_set_up(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     from helpers.lessons.nb04_scaling_out import record
     from helpers.toolkit.benchmarking import Record
 
@@ -144,9 +226,14 @@ def test_the_record_takes_its_headline_from_the_lessons_and_its_parameters_from_
     recorded = record(setup, **lessons)
     assert isinstance(recorded, Record) and recorded.parameters == setup.parameters
     assert recorded.headline == {
-        "processes": 2, "samples_per_s_single": 100.0, "samples_per_s_multi": 90.0,
-        "speedup_weak": lessons["weak"].ratio, "speedup_strong": lessons["strong"].ratio,
-        "accuracy_single": 0.91, "accuracy_multi": 0.9}
+        "processes": 2,
+        "samples_per_s_single": 100.0,
+        "samples_per_s_multi": 90.0,
+        "speedup_weak": lessons["weak"].ratio,
+        "speedup_strong": lessons["strong"].ratio,
+        "accuracy_single": 0.91,
+        "accuracy_multi": 0.9,
+    }
     assert recorded.results["strong_scaling"] == lessons["strong"].as_record("launches")
     assert recorded.results["gpus_visible"] == 2
 
@@ -168,8 +255,12 @@ def test_a_run_on_cpu_processes_records_no_verdict_for_a_goal_stated_for_gpus(tm
 def test_no_committed_record_of_cpu_processes_judges_the_gpu_goal() -> None:
     from tools.records import records
 
-    held = [r for r in records() if "04-scaling-out" in r.notebooks
-            and r.notebooks["04-scaling-out"].parameters.get("backend") == "gloo"]
+    held = [
+        r
+        for r in records()
+        if "04-scaling-out" in r.notebooks
+        and r.notebooks["04-scaling-out"].parameters.get("backend") == "gloo"
+    ]
     assert held, "no committed record of notebook 04 on CPU processes"
     for record in held:
         for name, goal in (record.notebooks["04-scaling-out"].results.get("goals") or {}).items():

@@ -37,13 +37,30 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Labels(DynamicFeed):
     """One shard of the file list; a step that DALI captures (a cast), labels as torch."""
 
-    def __init__(self, root: Path, shard: int, shards: int, *, capture: bool, fail_at: int | None = None,
-                 stick: bool = True, pad: bool = True) -> None:
-        reader = ndd.readers.File(file_root=str(root), file_list=str(root / "list.txt"), num_shards=shards,
-                                  shard_id=shard, stick_to_shard=stick, pad_last_batch=pad,
-                                  random_shuffle=True, seed=shard + 1)
-        super().__init__(reader, ndd.EvalContext(num_threads=1), batch_size=BATCH, capture=capture,
-                         name=f"shard {shard}")
+    def __init__(
+        self,
+        root: Path,
+        shard: int,
+        shards: int,
+        *,
+        capture: bool,
+        fail_at: int | None = None,
+        stick: bool = True,
+        pad: bool = True,
+    ) -> None:
+        reader = ndd.readers.File(
+            file_root=str(root),
+            file_list=str(root / "list.txt"),
+            num_shards=shards,
+            shard_id=shard,
+            stick_to_shard=stick,
+            pad_last_batch=pad,
+            random_shuffle=True,
+            seed=shard + 1,
+        )
+        super().__init__(
+            reader, ndd.EvalContext(num_threads=1), batch_size=BATCH, capture=capture, name=f"shard {shard}"
+        )
         self.fail_at, self.steps = fail_at, 0
 
     def step(self, data, labels):
@@ -109,8 +126,9 @@ def test_leaving_an_epoch_early_stops_every_thread(files: Path, capture: bool) -
         next(loader.epoch())
 
 
-@pytest.mark.parametrize(("setting", "named"), [({"stick": False}, "stick_to_shard"),
-                                                 ({"pad": False}, "pad_last_batch")])
+@pytest.mark.parametrize(
+    ("setting", "named"), [({"stick": False}, "stick_to_shard"), ({"pad": False}, "pad_last_batch")]
+)
 def test_readers_without_the_shard_settings_are_refused(files: Path, setting: dict, named: str) -> None:
     loader = ShardedFeed(feeds(files, 2, capture=False, **setting), name="2 readers")
     with pytest.raises(ShardError, match=f"{named}.*num_shards=2, shard_id=i, stick_to_shard=True"):

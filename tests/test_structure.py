@@ -21,8 +21,9 @@ def _modules(kind: str) -> set[str]:
 def test_helpers_holds_three_kinds_and_nothing_else() -> None:
     """``helpers`` is three folders by kind; a module dropped at its top level belongs in one."""
     loose = sorted(p.name for p in (REPO_ROOT / "helpers").glob("*.py") if p.stem != "__init__")
-    folders = sorted(p.name for p in (REPO_ROOT / "helpers").iterdir()
-                     if p.is_dir() and (p / "__init__.py").exists())
+    folders = sorted(
+        p.name for p in (REPO_ROOT / "helpers").iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    )
     assert not loose, f"helpers/{loose}: move each into helpers/lessons, helpers/toolkit or helpers/data"
     assert folders == sorted(KINDS), f"helpers' folders are {folders}, not {sorted(KINDS)}"
 
@@ -32,7 +33,8 @@ def test_every_lesson_module_is_named_after_its_notebook() -> None:
     slugs = {p.stem.replace("-", "_") for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")}
     for module in _modules("lessons"):
         assert module.startswith("nb") and module[2:] in slugs, (
-            f"helpers/lessons/{module}.py: name it nbNN_<slug> after its notebook (one of {sorted(slugs)})")
+            f"helpers/lessons/{module}.py: name it nbNN_<slug> after its notebook (one of {sorted(slugs)})"
+        )
 
 
 def test_contributing_lists_every_helpers_module_under_its_folder() -> None:
@@ -49,7 +51,8 @@ def test_contributing_lists_every_helpers_module_under_its_folder() -> None:
         named = {m for _, m in listed}
         assert named == _modules(kind), (
             f"helpers/{kind}: missing from CONTRIBUTING.md: {sorted(_modules(kind) - named)}; "
-            f"listed but gone: {sorted(named - _modules(kind))}")
+            f"listed but gone: {sorted(named - _modules(kind))}"
+        )
 
 
 def _helpers_imported_by(source: str) -> set[str]:
@@ -58,8 +61,9 @@ def _helpers_imported_by(source: str) -> set[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers."):
             parts = node.module.split(".")
-            found |= ({".".join(parts[1:3])} if len(parts) > 2
-                      else {f"{parts[1]}.{a.name}" for a in node.names})
+            found |= (
+                {".".join(parts[1:3])} if len(parts) > 2 else {f"{parts[1]}.{a.name}" for a in node.names}
+            )
         elif isinstance(node, ast.Import):
             found |= {".".join(a.name.split(".")[1:3]) for a in node.names if a.name.startswith("helpers.")}
     return found
@@ -69,12 +73,19 @@ def test_every_helpers_module_is_there_for_the_notebooks() -> None:
     """``helpers`` is what the notebooks teach with: each of its modules is imported by a
     notebook's code cell, a training script of ``notebooks/scripts`` or another module of
     ``helpers``, never only by ``tools`` or the tests (machinery belongs in ``tools``)."""
-    sources = [p.read_text() for p in [*(REPO_ROOT / "notebooks" / "scripts").glob("*.py"),
-                                       *(REPO_ROOT / "helpers").glob("*/*.py")]]
+    sources = [
+        p.read_text()
+        for p in [
+            *(REPO_ROOT / "notebooks" / "scripts").glob("*.py"),
+            *(REPO_ROOT / "helpers").glob("*/*.py"),
+        ]
+    ]
     for notebook in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
-        sources += ["\n".join(line for line in cell.source.splitlines()
-                              if not line.lstrip().startswith(("%", "!")))
-                    for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+        sources += [
+            "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for cell in nbformat.read(notebook, as_version=4).cells
+            if cell.cell_type == "code"
+        ]
     used = set().union(*map(_helpers_imported_by, sources))
     modules = {f"{kind}.{m}" for kind in KINDS for m in _modules(kind)}
     assert not modules - used, f"only tools or the tests import {sorted(modules - used)}: move them to tools"

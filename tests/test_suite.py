@@ -31,9 +31,11 @@ from tools.record_format import Record
 from tools.record_format import RunFacts
 from tools.record_format import RunLog
 
-SAVE_ANSWER = ("import os, pathlib\nfrom helpers.data.results_file import NotebookResults\n"
-               "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
-               ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))")
+SAVE_ANSWER = (
+    "import os, pathlib\nfrom helpers.data.results_file import NotebookResults\n"
+    "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
+    ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))"
+)
 
 
 # a registry entry (tools.registry): what the runner needs of a notebook's metadata
@@ -84,8 +86,9 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
 
 
 @pytest.mark.notebook  # starts a Jupyter kernel
-def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(tmp_path: Path,
-                                                                               monkeypatch) -> None:
+def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
+    tmp_path: Path, monkeypatch
+) -> None:
     """`make test-gpu` on a GPU machine: --device gpu where the notebook's "auto" picks the GPU
     anyway. Papermill is handed nothing, so the executed notebook has no injected cell; run.json
     states scale, device, what papermill was handed, the command and the commit, and the record
@@ -111,11 +114,13 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
         assert entry.parameters == {}
         assert entry.command == "python -m tools.suite run --device gpu"
         assert entry.commit == run_notebooks.git_commit() != ""
-        NotebookResults("10-paths", "2026-11-30T10:00:00+00:00", {"gpu": "X"}, {"device": "gpu"},
-                        {}, {}).write(out / "results")
+        NotebookResults(
+            "10-paths", "2026-11-30T10:00:00+00:00", {"gpu": "X"}, {"device": "gpu"}, {}, {}
+        ).write(out / "results")
         record = Record.read(run_record.write_record(out, tmp_path / "r.json"))
         assert record.notebooks["10-paths"].run == RunFacts(
-            "full", "gpu", "gpu", {}, "python -m tools.suite run --device gpu", entry.commit)
+            "full", "gpu", "gpu", {}, "python -m tools.suite run --device gpu", entry.commit
+        )
         assert record.notebooks["10-paths"].seconds == entry.seconds
     finally:
         shutil.rmtree(out)
@@ -123,7 +128,8 @@ def test_a_run_records_how_it_was_made_and_injects_nothing_that_changes_nothing(
 
 @pytest.mark.notebook  # starts a Jupyter kernel
 def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``jobs=2``: each kernel is told its own results folder (no variable of the runner's own
     environment), and the runs come back in the notebooks' order."""
     import os
@@ -133,8 +139,11 @@ def test_notebooks_side_by_side_each_save_to_their_own_run_and_leave_the_environ
     monkeypatch.delenv(RESULTS_FOLDER_VARIABLE, raising=False)
     monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
     for name in ("01-a", "02-b"):
-        _notebook(tmp_path / "notebooks" / f"{name}.ipynb", "import time; time.sleep(1)",
-                  SAVE_ANSWER.format(name=name))
+        _notebook(
+            tmp_path / "notebooks" / f"{name}.ipynb",
+            "import time; time.sleep(1)",
+            SAVE_ANSWER.format(name=name),
+        )
     runs = suite.run_suite("auto", "full", tmp_path / "out", jobs=2)
     assert [r.name for r in runs] == ["01-a", "02-b"] and all(r.ok for r in runs), [r.error for r in runs]
     assert sorted(p.name for p in (tmp_path / "out" / "results").iterdir()) == ["01-a.json", "02-b.json"]
@@ -152,12 +161,17 @@ def test_a_records_name_is_its_machine_and_date_numbered_within_the_day(tmp_path
     """``<machine>-<date>[-N].json``: the first of a day unnumbered, the next one past the highest
     of that machine and day, even where an older one of the day was deleted; other machines',
     other days' and other names' files do not count."""
+
     def name() -> str:
         return run_record.record_path(tmp_path, "h200", "2026-12-04").name
 
     assert name() == "h200-2026-12-04.json"
-    for other in ("h200-x2-2026-12-04.json", "h200-2026-12-03-7.json", "cpu-2026-12-04-5.json",
-                  "h200-2026-12-04-old.json"):
+    for other in (
+        "h200-x2-2026-12-04.json",
+        "h200-2026-12-03-7.json",
+        "cpu-2026-12-04-5.json",
+        "h200-2026-12-04-old.json",
+    ):
         (tmp_path / other).write_text("{}")
     assert name() == "h200-2026-12-04.json"
     (tmp_path / "h200-2026-12-04.json").write_text("{}")
@@ -183,8 +197,9 @@ def test_a_record_needs_the_runs_facts(tmp_path: Path) -> None:
     assert not (tmp_path / "r.json").exists()
 
 
-@pytest.mark.parametrize("gpu,label", [("NVIDIA H200", "h200"), (None, "cpu"),
-                                       ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090")])
+@pytest.mark.parametrize(
+    "gpu,label", [("NVIDIA H200", "h200"), (None, "cpu"), ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090")]
+)
 def test_machine_label(gpu, label) -> None:
     assert run_record.machine_label({"gpu": gpu}) == label
 
@@ -193,8 +208,9 @@ def test_a_default_record_name_says_the_gpus_and_never_overwrites(tmp_path: Path
     monkeypatch.setattr(run_record, "RESULTS", tmp_path / "results")
     run = tmp_path / "run"
     (run / "results").mkdir(parents=True)
-    NotebookResults("04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2},
-                    {"device": "gpu"}, {}, {}).write(run / "results")
+    NotebookResults(
+        "04-x", "2026-12-01T10:00:00+00:00", {"gpu": "NVIDIA H200", "gpu_count": 2}, {"device": "gpu"}, {}, {}
+    ).write(run / "results")
     RunLog("full", "gpu", {"04-x": LoggedNotebook(1.0, True, None, {}, "x", "y")}).write(run)
     first = run_record.write_record(run)
     assert first == tmp_path / "results" / "h200-x2-2026-12-01.json"
@@ -215,15 +231,19 @@ def test_a_copy_is_told_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_the_command_line_holds_no_path_of_the_machine(tmp_path: Path) -> None:
-    line = run_notebooks.command_line(["run", "--out", str(REPO_ROOT / "build" / "x"),
-                               "--to", str(tmp_path / "r.json")])
+    line = run_notebooks.command_line(
+        ["run", "--out", str(REPO_ROOT / "build" / "x"), "--to", str(tmp_path / "r.json")]
+    )
     assert line == "python -m tools.suite run --out build/x --to .../r.json"
 
 
-@pytest.mark.parametrize("parameters,message", [
-    ({"answr": 1}, "unknown parameter answr; did you mean answer?"),
-    ({"answer": "42"}, "parameter answer must be of type int"),
-])
+@pytest.mark.parametrize(
+    "parameters,message",
+    [
+        ({"answr": 1}, "unknown parameter answr; did you mean answer?"),
+        ({"answer": "42"}, "parameter answer must be of type int"),
+    ],
+)
 def test_bad_parameters_stop_the_run_before_execution(tmp_path: Path, parameters, message) -> None:
     notebook = _notebook(tmp_path / "08-params.ipynb", "open('ran', 'w').write('yes')")
     run = run_notebooks.run_notebook(notebook, tmp_path / "out", parameters)
@@ -233,6 +253,7 @@ def test_bad_parameters_stop_the_run_before_execution(tmp_path: Path, parameters
 
 def test_each_run_gets_its_own_folder(tmp_path: Path, monkeypatch) -> None:
     """Runs of the same kind that start in the same second still get folders of their own."""
+
     class FrozenClock(dt.datetime):
         @classmethod
         def now(cls, tz=None):
@@ -268,8 +289,11 @@ def test_papermill_is_handed_only_what_changes_the_defaults(monkeypatch, gpu: bo
 
 def test_bad_parameters_of_a_scale_stop_the_suite_before_any_kernel(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(run_parameters, "ROOT", tmp_path)
-    _notebook(tmp_path / "notebooks" / "12-scale.ipynb", "open('ran', 'w').write('yes')",
-              entry={**ENTRY, "scales": {"ci": {"answr": 7}, "bench": {}}})
+    _notebook(
+        tmp_path / "notebooks" / "12-scale.ipynb",
+        "open('ran', 'w').write('yes')",
+        entry={**ENTRY, "scales": {"ci": {"answr": 7}, "bench": {}}},
+    )
     with pytest.raises(SystemExit, match="12-scale.ipynb: unknown parameter answr; did you mean answer"):
         suite.run_suite("auto", "ci", tmp_path / "out")
     assert not (tmp_path / "out").exists() and not (tmp_path / "ran").exists()
@@ -280,8 +304,11 @@ def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
         run_parameters.parameters_for(run_parameters.notebooks()[0], "huge", "auto")
     with pytest.raises(SystemExit, match="no notebook matches"):
         run_parameters.notebooks(["99"])
-    with pytest.raises(SystemExit, match=r"11-bare.ipynb: metadata\['dali_tutorials'\] lacks title, learn, "
-                                         r"needs_gpu, scales; .*tools/registry.py"):
+    with pytest.raises(
+        SystemExit,
+        match=r"11-bare.ipynb: metadata\['dali_tutorials'\] lacks title, learn, "
+        r"needs_gpu, scales; .*tools/registry.py",
+    ):
         run_parameters.parameters_for(_notebook(tmp_path / "11-bare.ipynb", entry=None), "ci", "auto")
     _notebook(tmp_path / "notebooks" / "13-untitled.ipynb", entry={**ENTRY, "title": ""})
     with pytest.raises(SystemExit, match=r"13-untitled.ipynb: metadata\['dali_tutorials'\] lacks title;"):
@@ -316,8 +343,11 @@ def test_nbval_copies_at_ci_scale_carry_its_parameters_after_the_parameters_cell
         assert wanted and all(f"{k} = {v!r}" in cells[at + 1].source for k, v in wanted.items())
         assert sum(INJECTED_TAG in t for t in tags) == 1
     plain = copy_notebooks(tmp_path / "plain", checked_only=True)
-    assert not any(INJECTED_TAG in c.metadata.get("tags", [])
-                   for copy in plain for c in nbformat.read(copy, as_version=4).cells)
+    assert not any(
+        INJECTED_TAG in c.metadata.get("tags", [])
+        for copy in plain
+        for c in nbformat.read(copy, as_version=4).cells
+    )
 
 
 def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewrite(tmp_path: Path) -> None:
@@ -326,16 +356,27 @@ def test_copies_name_this_kernels_python_so_that_jupyterlab_has_nothing_to_rewri
     import platform
 
     for copy in copy_notebooks(tmp_path, fresh=True):
-        assert nbformat.read(copy, as_version=4).metadata["language_info"]["version"] == \
-            platform.python_version()
+        assert (
+            nbformat.read(copy, as_version=4).metadata["language_info"]["version"]
+            == platform.python_version()
+        )
 
 
 @pytest.mark.slow
 def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path),
-               "--records", "2000"]
-    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True) for _ in range(2)]
+    command = [
+        sys.executable,
+        "-m",
+        "helpers.data.embedded_data",
+        "--data-dir",
+        str(tmp_path),
+        "--records",
+        "2000",
+    ]
+    processes = [
+        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     assert [p.wait(timeout=300) for p in processes] == [0, 0]
     dest = tmp_path / "dali_extra" / MNIST_TRAINING
     assert embedded_data.read_manifest(dest)["records"] == 2000
@@ -360,13 +401,18 @@ def test_a_relative_output_folder_still_receives_the_results(tmp_path: Path, mon
 @pytest.mark.notebook  # starts a Jupyter kernel
 def test_a_warning_names_an_installed_packages_file_without_the_machines_folders(tmp_path: Path) -> None:
     warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning"
-    assert run_notebooks.portable_text(warning) == \
-        "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
-    assert run_notebooks.portable_text("see notebooks/05.ipynb and ~/x/site-packages/y") == \
-        "see notebooks/05.ipynb and ~/x/site-packages/y"  # not an absolute path: left alone
-    notebook = _notebook(tmp_path / "08-warns.ipynb",
-                         "import sys\nprint('/usr/lib/python3/dist-packages/tqdm/auto.py:21: TqdmWarning', "
-                         "file=sys.stderr)\nraise RuntimeError('x')")
+    assert (
+        run_notebooks.portable_text(warning) == "<site-packages>/torch/profiler/profiler.py:224: UserWarning"
+    )
+    assert (
+        run_notebooks.portable_text("see notebooks/05.ipynb and ~/x/site-packages/y")
+        == "see notebooks/05.ipynb and ~/x/site-packages/y"
+    )  # not an absolute path: left alone
+    notebook = _notebook(
+        tmp_path / "08-warns.ipynb",
+        "import sys\nprint('/usr/lib/python3/dist-packages/tqdm/auto.py:21: TqdmWarning', "
+        "file=sys.stderr)\nraise RuntimeError('x')",
+    )
     run = run_notebooks.run_notebook(notebook, tmp_path / "out", {})
     cells = nbformat.read(run.executed, as_version=4).cells
     (outputs,) = [c.outputs for c in cells if "TqdmWarning" in c.source]
@@ -401,9 +447,15 @@ def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
 
     source = tmp_path / "n.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("print(1)")]), source)
-    code = ("import papermill, sys; papermill.execute_notebook(sys.argv[1], sys.argv[2], "
-            "kernel_name=sys.argv[3], progress_bar=False, extra_arguments=sys.argv[4:])")
-    quiet = subprocess.run([sys.executable, "-c", code, str(source), str(tmp_path / "o.ipynb"), KERNEL,
-                            *KERNEL_ARGUMENTS], capture_output=True, text=True, timeout=120)
+    code = (
+        "import papermill, sys; papermill.execute_notebook(sys.argv[1], sys.argv[2], "
+        "kernel_name=sys.argv[3], progress_bar=False, extra_arguments=sys.argv[4:])"
+    )
+    quiet = subprocess.run(
+        [sys.executable, "-c", code, str(source), str(tmp_path / "o.ipynb"), KERNEL, *KERNEL_ARGUMENTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "without encryption" not in quiet.stderr + quiet.stdout

@@ -65,10 +65,20 @@ def test_more_processes_than_gpus_is_refused_before_launch() -> None:
 
 
 def test_root_cause_names_the_first_failed_rank() -> None:
-    launch = Launch(["torchrun"], lines=[
-        "[1]:", "  rank      : 0 (local_rank: 0)", "  exitcode  : -15 (pid: 11)",
-        "Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)",
-        "  exitcode  : 3 (pid: 12)", "error (rank 0): no data", "error (rank 1): no data"])
+    launch = Launch(
+        ["torchrun"],
+        lines=[
+            "[1]:",
+            "  rank      : 0 (local_rank: 0)",
+            "  exitcode  : -15 (pid: 11)",
+            "Root Cause (first observed failure):",
+            "[0]:",
+            "  rank      : 1 (local_rank: 1)",
+            "  exitcode  : 3 (pid: 12)",
+            "error (rank 0): no data",
+            "error (rank 1): no data",
+        ],
+    )
     assert launch.root_cause == "rank 1 exited with status 3 first"
     assert launch.errors == ["error: no data"]
 
@@ -76,9 +86,11 @@ def test_root_cause_names_the_first_failed_rank() -> None:
 @pytest.mark.slow
 def test_a_launch_that_runs_too_long_is_stopped_with_its_children(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    code = ("import subprocess, sys, time; child = subprocess.Popen(['sleep', '120']); "
-            f"open({str(pid_file)!r}, 'w').write(str(child.pid)); print('started', flush=True); "
-            "time.sleep(120)")
+    code = (
+        "import subprocess, sys, time; child = subprocess.Popen(['sleep', '120']); "
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid)); print('started', flush=True); "
+        "time.sleep(120)"
+    )
     start = time.monotonic()
     with pytest.raises(LaunchError, match="stopped after 3 s"):
         run_launches([[sys.executable, "-c", code]], timeout=3, echo=False)
@@ -116,6 +128,7 @@ def test_first_records_copies_a_prefix(tmp_path: Path) -> None:
 def test_local_rendezvous_is_found_only_for_launches_that_share_one_on_this_machine() -> None:
     def node(endpoint: str) -> list[str]:
         return torchrun_command("train.py", [], 1, nnodes=2, rdzv_endpoint=endpoint)
+
     assert local_rendezvous([node("localhost:29400")] * 2) == ("localhost", 29400)
     assert local_rendezvous([node("127.0.0.1:5")] * 2) == ("127.0.0.1", 5)
     assert local_rendezvous([node("node1.example.com:29400")] * 2) is None  # another machine's
@@ -155,8 +168,10 @@ def test_launches_that_meet_on_this_machine_find_the_rendezvous_store_held_for_t
 def test_a_launch_hands_every_line_to_on_line_as_it_comes(tmp_path: Path) -> None:
     """What the notebook's killer relies on: each line reaches ``on_line`` while the process
     runs, so a SIGKILL sent from there stops it mid-way (status -9, a LaunchError)."""
-    code = ("import os, time\nfor i in range(1, 50):\n    print(f'pid {os.getpid()} step {i}', "
-            "flush=True)\n    time.sleep(0.1)")
+    code = (
+        "import os, time\nfor i in range(1, 50):\n    print(f'pid {os.getpid()} step {i}', "
+        "flush=True)\n    time.sleep(0.1)"
+    )
     seen: list[str] = []
 
     def on_line(line: str) -> None:

@@ -44,8 +44,7 @@ def train_ddp():
 @pytest.fixture
 def one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment torchrun gives a single process."""
-    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
-                        "LOCAL_WORLD_SIZE": "1"}.items():
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}.items():
         monkeypatch.setenv(name, value)
 
 
@@ -66,10 +65,13 @@ def test_nccl_with_cpu_device_says_use_gloo(train_ddp, one_rank, capsys) -> None
     assert "Use --backend gloo" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--epochs", "1"], "--epochs must be at least 2"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--epochs", "1"], "--epochs must be at least 2"),
+        (["--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
 def test_script_rejects_bad_numbers(train_ddp, one_rank, capsys, argv, message) -> None:
     assert script_main(train_ddp.run, ["--data", "x", "--device", "cpu", *argv]) == 2
     assert message in capsys.readouterr().err
@@ -80,8 +82,13 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
     tiny = first_records(locate_data(verbose=False).mnist_training, tmp_path / "one", 1)
     out = tmp_path / "results.json"
     with pytest.raises(LaunchError) as failed:
-        run_torchrun(TRAIN_DDP, ["--data", tiny, "--device", "cpu", "--epochs", "2",
-                              "--num-threads", "1", "--out", out], 2, timeout=180, echo=False)
+        run_torchrun(
+            TRAIN_DDP,
+            ["--data", tiny, "--device", "cpu", "--epochs", "2", "--num-threads", "1", "--out", out],
+            2,
+            timeout=180,
+            echo=False,
+        )
     message = str(failed.value)
     assert "the data set has 1 record(s), fewer than the 2 processes" in message
     assert "Use at most 1 processes" in message and message.count("fewer than") == 1
@@ -90,7 +97,8 @@ def test_more_processes_than_records_fails_with_what_to_change(tmp_path: Path) -
 
 
 def test_an_epoch_no_longer_than_what_dali_makes_ahead_fails_with_what_to_change(
-        train_ddp, one_rank, monkeypatch, tmp_path: Path, capsys) -> None:
+    train_ddp, one_rank, monkeypatch, tmp_path: Path, capsys
+) -> None:
     # DALI 2.4 makes one batch ahead, and none for an epoch of one step: a later DALI that makes
     # more would leave no step to time
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
@@ -119,8 +127,7 @@ def test_no_crash_hook_unless_the_rank_is_named(train_ddp, one_rank) -> None:
     assert simulated_crash.step_hook(args, 0) is None and simulated_crash.step_hook(args, 1)
 
 
-def test_the_crash_hook_exits_at_its_step_of_the_first_epoch_only(train_ddp, monkeypatch,
-                                                                   capsys) -> None:
+def test_the_crash_hook_exits_at_its_step_of_the_first_epoch_only(train_ddp, monkeypatch, capsys) -> None:
     args = train_ddp.parse_args(["--data", "x", "--fail-rank", "1", "--fail-at-step", "3"])
     exits: list[int] = []
     monkeypatch.setattr(simulated_crash.os, "_exit", exits.append)
@@ -144,9 +151,32 @@ def test_a_rank_named_by_fail_rank_dies_and_the_launch_writes_nothing(tmp_path: 
     data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "data", 256)
     out = tmp_path / "results.json"
     with pytest.raises(LaunchError) as failed:
-        run_torchrun(TRAIN_DDP, ["--data", data, "--device", "cpu", "--epochs", "2", "--batch-size", "32",
-                                 "--num-threads", "1", "--out", out, "--timeout", "60",
-                                 "--fail-rank", "1", "--fail-at-step", "2"], 2, timeout=180, echo=False)
+        run_torchrun(
+            TRAIN_DDP,
+            [
+                "--data",
+                data,
+                "--device",
+                "cpu",
+                "--epochs",
+                "2",
+                "--batch-size",
+                "32",
+                "--num-threads",
+                "1",
+                "--out",
+                out,
+                "--timeout",
+                "60",
+                "--fail-rank",
+                "1",
+                "--fail-at-step",
+                "2",
+            ],
+            2,
+            timeout=180,
+            echo=False,
+        )
     launch = failed.value.launches[0]
     assert "rank 1 exited with status 3 first" in str(failed.value)
     assert "rank 1: simulated crash at step 2 (--fail-rank)" in launch.lines
@@ -164,19 +194,22 @@ def script():
 @pytest.fixture(scope="module")
 def small_data(tmp_path_factory) -> Path:
     """256 records: 4 steps of 64 per epoch."""
-    return first_records(locate_data(verbose=False).mnist_training,
-                         tmp_path_factory.mktemp("data") / "training", 256)
+    return first_records(
+        locate_data(verbose=False).mnist_training, tmp_path_factory.mktemp("data") / "training", 256
+    )
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--every", "3"], "--every N needs --checkpoints DIR"),
-    (["--resume", "--every", "0"], "--resume needs --checkpoints DIR"),
-    (["--mode", "capture-plain", "--every", "3", "--checkpoints", "x"], "cannot checkpoint"),
-    (["--every", "-1"], "--every must be 0"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
-])
-def test_the_script_refuses_bad_arguments_with_what_to_do(script, small_data, capsys, extra,
-                                                           message) -> None:
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--every", "3"], "--every N needs --checkpoints DIR"),
+        (["--resume", "--every", "0"], "--resume needs --checkpoints DIR"),
+        (["--mode", "capture-plain", "--every", "3", "--checkpoints", "x"], "cannot checkpoint"),
+        (["--every", "-1"], "--every must be 0"),
+        (["--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
+def test_the_script_refuses_bad_arguments_with_what_to_do(script, small_data, capsys, extra, message) -> None:
     assert script_main(script.run, ["--data", str(small_data), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error (rank 0): ") and message in err
@@ -188,13 +221,11 @@ def test_the_script_refuses_a_folder_that_is_not_an_lmdb(script, tmp_path, capsy
 
 
 @pytest.mark.slow
-def test_a_folder_with_checkpoints_is_not_overwritten_without_resume(script, small_data,
-                                                                      tmp_path) -> None:
+def test_a_folder_with_checkpoints_is_not_overwritten_without_resume(script, small_data, tmp_path) -> None:
     folder = tmp_path / "checkpoints"
     checkpointing.save(folder, 5, {"model.pt": b"mine"}, {"data": "elsewhere"})
     with pytest.raises(script.UsageError, match="already holds checkpoints: pass --resume"):
-        script.run(["--data", str(small_data), "--checkpoints", str(folder), "--every", "2",
-                    "--quiet"])
+        script.run(["--data", str(small_data), "--checkpoints", str(folder), "--every", "2", "--quiet"])
     assert (folder / "step-00000005" / "model.pt").read_bytes() == b"mine"
 
 
@@ -205,11 +236,8 @@ def test_capture_mode_resumes_exactly_at_an_epoch_boundary(script, small_data, t
     folder = tmp_path / "checkpoints"
     first = script.run([*common, "--epochs", "2", "--every", "4", "--checkpoints", str(folder)])
     assert [s for s, _ in checkpointing.checkpoints(folder)] == [4]  # the end of epoch 0
-    resumed = script.run([*common, "--epochs", "3", "--every", "4", "--checkpoints", str(folder),
-                          "--resume"])
+    resumed = script.run([*common, "--epochs", "3", "--every", "4", "--checkpoints", str(folder), "--resume"])
     assert resumed["resumed"]["step"] == 4 and resumed["fast_forward_batches"] == 0
     assert resumed["losses"] == reference["losses"]
     assert resumed["weights_sha256"] == reference["weights_sha256"]
     assert first["losses"][0] == reference["losses"][0][:8]
-
-

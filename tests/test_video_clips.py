@@ -27,8 +27,13 @@ def test_clips_are_cut_as_dalis_readers_cut_them() -> None:
     assert decoded_frames(20, 8, 2, [0, 16, 32]) == 19  # 4 frames before the clip, from keyframe 16
     clips = clip_list([Path("a.mp4"), Path("b.mp4")], [0, 1], [64, 32], clip_frames=8, stride=2, step=16)
     assert [(c.path.name, c.label, c.start) for c in clips] == [
-        ("a.mp4", 0, 0), ("a.mp4", 0, 16), ("a.mp4", 0, 32), ("a.mp4", 0, 48),
-        ("b.mp4", 1, 0), ("b.mp4", 1, 16)]
+        ("a.mp4", 0, 0),
+        ("a.mp4", 0, 16),
+        ("a.mp4", 0, 32),
+        ("a.mp4", 0, 48),
+        ("b.mp4", 1, 0),
+        ("b.mp4", 1, 16),
+    ]
 
 
 @pytest.mark.slow
@@ -36,8 +41,9 @@ def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> 
     from helpers.data.embedded_video import build_video_set
     from helpers.data.embedded_video import load_video_set
 
-    videos = load_video_set(build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8,
-                                            per_class=1))
+    videos = load_video_set(
+        build_video_set(tmp_path, codec="vp9", width=96, height=64, frames=16, gop=8, per_class=1)
+    )
     path = videos.files[0]
     whole = read_clip(path, 0, 16, 1)
     assert whole.shape == (16, 64, 96, 3) and whole.dtype == np.uint8
@@ -47,8 +53,9 @@ def test_pyav_decodes_the_frames_of_the_clip_it_is_asked_for(tmp_path: Path) -> 
     assert small.shape == (2, 24, 32, 3)
     with pytest.raises(ValueError, match="shorter than the clip"):
         read_clip(path, 10, 4, 2)  # frames 10-16: past the end
-    dataset = PyAVClips(clip_list([path], [3], [16], clip_frames=4, stride=2, step=8), clip_frames=4,
-                        stride=2, size=(32, 24))
+    dataset = PyAVClips(
+        clip_list([path], [3], [16], clip_frames=4, stride=2, step=8), clip_frames=4, stride=2, size=(32, 24)
+    )
     assert len(dataset) == 2
     frames, label = dataset[1]
     assert tuple(frames.shape) == (4, 24, 32, 3) and label == 3
@@ -61,11 +68,12 @@ def detailed_frames(frames: int, width: int, height: int):
     texture = rng.integers(0, 256, size=(height, width + 3 * frames, 3)).astype(np.float32)
     texture = (texture + np.roll(texture, 1, axis=1) + np.roll(texture, 1, axis=0)) / 3
     for i in range(frames):
-        yield texture[:, 3 * i:3 * i + width].astype(np.uint8)
+        yield texture[:, 3 * i : 3 * i + width].astype(np.uint8)
 
 
 def test_a_loader_with_the_right_frames_of_detailed_videos_passes_and_one_frame_off_stops(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The false alarm a user met (a folder of detailed VP9 videos, one keyframe each): DALI's
     CPU reader's frames are the right ones; a loader one frame off is stopped."""
     ndd = pytest.importorskip("nvidia.dali.experimental.dynamic")
@@ -78,8 +86,9 @@ def test_a_loader_with_the_right_frames_of_detailed_videos_passes_and_one_frame_
     encode_video(path, detailed_frames(48, 320, 240), "vp9", 320, 240, fps=25, gop=48)
     clip_frames, stride, step = 8, 2, 5
     with ndd.EvalContext(num_threads=1):
-        reader = ndd.experimental.readers.Video(device="cpu", file_root=str(tmp_path),
-                                                sequence_length=clip_frames, stride=stride, step=step)
+        reader = ndd.experimental.readers.Video(
+            device="cpu", file_root=str(tmp_path), sequence_length=clip_frames, stride=stride, step=step
+        )
         clips = [c for batch, _ in reader.next_epoch(batch_size=3) for c in batch.torch().numpy()]
     starts = clip_starts(48, clip_frames, stride, step)
     assert len(clips) >= len(starts)

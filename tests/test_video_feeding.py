@@ -142,8 +142,16 @@ def test_the_sweep_table_keeps_the_harness_columns_and_each_settings_ratio() -> 
 
 def _fed(two_readers: list[float], pipeline: list[float]) -> Results:
     """A fed run in which only the two contenders' rates change."""
-    return fake({ROLES.ceiling: [50, 51, 50], "DALI, 2 readers": two_readers, "pipeline mode": pipeline,
-                 "DALI, 1 reader": [20, 21, 20], "PyAV, 2 workers": [9, 10, 9]}, fed=True)
+    return fake(
+        {
+            ROLES.ceiling: [50, 51, 50],
+            "DALI, 2 readers": two_readers,
+            "pipeline mode": pipeline,
+            "DALI, 1 reader": [20, 21, 20],
+            "PyAV, 2 workers": [9, 10, 9],
+        },
+        fed=True,
+    )
 
 
 def test_the_answer_names_a_tie_and_words_every_comparison_by_its_interval() -> None:
@@ -171,9 +179,13 @@ def test_the_goals_are_the_paired_ratios_of_the_roles_ways_judged_by_their_inter
         "fed: best DALI / training alone": (fed.ratio("DALI, 2 readers", ROLES.ceiling), 0.90),
         "alone: best DALI / best PyAV DataLoader": (results.ratio("DALI, 2 readers", "PyAV, 2 workers"), 5),
         "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": (
-            results.ratio("DALI, 2 readers", "pipeline mode"), 0.95),
+            results.ratio("DALI, 2 readers", "pipeline mode"),
+            0.95,
+        ),
         "alone: best DALI's decoded frames/s / NVDEC's measured limit": (
-            probe.share(results, "DALI, 2 readers", PER_CLIP), 0.90),
+            probe.share(results, "DALI, 2 readers", PER_CLIP),
+            0.90,
+        ),
     }
     assert list(goals) == list(expected)
     for name, (r, target) in expected.items():
@@ -194,10 +206,23 @@ def test_the_record_is_a_record_that_save_results_writes_and_reads_back(tmp_path
     dynamic_pick = results.pick(["DALI, 1 reader", "DALI, 2 readers"])
     pyav_pick = results.pick(["PyAV, 2 workers"])
     rec = nb07_video_clips.record(
-        _setup(), alone=results, fed=fed, roles=ROLES, dynamic_pick=dynamic_pick, pyav_pick=pyav_pick,
-        per_clip=PER_CLIP, variants=variants, sweep=nb07_video_clips.Sweep({}), found_goals=goals,
-        alignment={}, clips_checked=3, captured="captured Resize", folder_check="2 problems",
-        dali_on_bad_files="handed over 9 clips", probe=probe)
+        _setup(),
+        alone=results,
+        fed=fed,
+        roles=ROLES,
+        dynamic_pick=dynamic_pick,
+        pyav_pick=pyav_pick,
+        per_clip=PER_CLIP,
+        variants=variants,
+        sweep=nb07_video_clips.Sweep({}),
+        found_goals=goals,
+        alignment={},
+        clips_checked=3,
+        captured="captured Resize",
+        folder_check="2 problems",
+        dali_on_bad_files="handed over 9 clips",
+        probe=probe,
+    )
     assert isinstance(rec, Record) and rec.parameters == _setup().parameters
     headline, record = rec.headline, rec.results
     # the headline's keys are those the registry labels (the notebook's metadata)
@@ -205,15 +230,29 @@ def test_the_record_is_a_record_that_save_results_writes_and_reads_back(tmp_path
     assert headline["one_reader_alone_clips_s"] == pytest.approx(results.estimate("DALI, 1 reader")[0])
     assert headline["best_dali_fed_clips_s"] == pytest.approx(fed.estimate("DALI, 2 readers")[0])
     assert headline["straight_through_fps"] == pytest.approx(results.estimate(LIMIT)[0] * 20)
-    assert headline["dali_over_pyav_alone"] == pytest.approx(results.ratio("DALI, 2 readers",
-                                                                           "PyAV, 2 workers").ratio)
+    assert headline["dali_over_pyav_alone"] == pytest.approx(
+        results.ratio("DALI, 2 readers", "PyAV, 2 workers").ratio
+    )
     assert headline["nvdec_limit_fps"] == pytest.approx(1100) and headline["nvdec_limit_pct"] == 98.0
-    assert record["readers_of_way"] == {"DALI, 1 reader": 1, "DALI, 2 readers": 2, "pipeline mode": 2,
-                                        "decoders.video": 2, "PyAV, 2 workers": 2, LIMIT: 2}
-    assert record["picks"] == {"best DALI": "DALI, 2 readers", "best DataLoader": "PyAV, 2 workers",
-                               "best DALI tied with": [], "best DataLoader tied with": []}
+    assert record["readers_of_way"] == {
+        "DALI, 1 reader": 1,
+        "DALI, 2 readers": 2,
+        "pipeline mode": 2,
+        "decoders.video": 2,
+        "PyAV, 2 workers": 2,
+        LIMIT: 2,
+    }
+    assert record["picks"] == {
+        "best DALI": "DALI, 2 readers",
+        "best DataLoader": "PyAV, 2 workers",
+        "best DALI tied with": [],
+        "best DataLoader tied with": [],
+    }
     assert (record["captured"], record["folder_check"], record["dali_on_bad_files"]) == (
-        "captured Resize", "2 problems", "handed over 9 clips")
+        "captured Resize",
+        "2 problems",
+        "handed over 9 clips",
+    )
     assert record["decode_limit"]["processes"] == 14
     assert "share of NVDEC's limit" in record["tables"]["alone"][0]
     saved = NotebookResults.read(save_results("07-video-clips", rec, tmp_path))  # JSON all through
@@ -236,8 +275,9 @@ class NoSampler:
 
 
 VIDEOS = REPO_ROOT / "data" / "videos"
-FOLDER = VideoFolder(VIDEOS, ["a", "b"],
-                     [VideoFile(VIDEOS / c / "0.mp4", "vp9", 48, 25.0, True) for c in "ab"])
+FOLDER = VideoFolder(
+    VIDEOS, ["a", "b"], [VideoFile(VIDEOS / c / "0.mp4", "vp9", 48, 25.0, True) for c in "ab"]
+)
 
 
 def _setup(**given) -> nb07_video_clips.Setup:
@@ -266,14 +306,30 @@ def test_the_cpu_trainer_feeds_its_model_torchvisions_kinetics_normalization_cha
 
 
 def test_the_recorded_parameters_are_the_resolved_ones_relative_and_with_the_sweep_as_given() -> None:
-    setup = _setup(sweep=[(480, 272, 16), (160, 120, 64)], clip_frames=8, device="cpu", pyav_clips=14,
-                   video_dir="data/videos", resolution=None, step=16, reader_counts=[1, 2])
+    setup = _setup(
+        sweep=[(480, 272, 16), (160, 120, 64)],
+        clip_frames=8,
+        device="cpu",
+        pyav_clips=14,
+        video_dir="data/videos",
+        resolution=None,
+        step=16,
+        reader_counts=[1, 2],
+    )
     found = setup.parameters
     assert found["sweep"] == ["480x272/16", "160x120/64"] and found["videos"] == 2  # the folder's videos
-    assert {k: found[k] for k in ("clip_frames", "device", "pyav_clips", "video_dir", "resolution", "step",
-                                  "reader_counts")} == {
-        "clip_frames": 8, "device": "cpu", "pyav_clips": 14, "video_dir": "data/videos", "resolution": None,
-        "step": 16, "reader_counts": [1, 2]}
+    assert {
+        k: found[k]
+        for k in ("clip_frames", "device", "pyav_clips", "video_dir", "resolution", "step", "reader_counts")
+    } == {
+        "clip_frames": 8,
+        "device": "cpu",
+        "pyav_clips": 14,
+        "video_dir": "data/videos",
+        "resolution": None,
+        "step": 16,
+        "reader_counts": [1, 2],
+    }
     assert not {"sampler", "folder", "on_gpu", "run_frames", "width"} & set(found)  # nothing of this machine
     with pytest.raises(dataclasses.FrozenInstanceError):
         setup.readers = 3
@@ -301,9 +357,14 @@ def test_set_up_takes_every_parameter_of_the_notebook_by_name_and_no_other() -> 
 
 
 def _fit(clips: int, batch_size: int, readers: int, reader_counts=None, *, given: bool = True, **options):
-    return nb07_video_clips.fit_to_shards({"video_dir": clips}, batch_size=batch_size, readers=readers,
-                                       reader_counts=reader_counts,
-                                       given={"batch_size": given, "readers": given}, **options)
+    return nb07_video_clips.fit_to_shards(
+        {"video_dir": clips},
+        batch_size=batch_size,
+        readers=readers,
+        reader_counts=reader_counts,
+        given={"batch_size": given, "readers": given},
+        **options,
+    )
 
 
 def test_a_given_reader_count_whose_shards_hold_no_batch_is_refused_with_the_largest_that_works() -> None:
@@ -325,12 +386,20 @@ def test_a_given_batch_or_reader_count_list_that_cannot_work_is_refused_by_name(
 def test_defaults_are_lowered_with_a_printed_line_and_the_smallest_set_decides() -> None:
     said: list[str] = []
     sets = {"the embedded set": 56, "the sweep's 160x120 set": 28}
-    fitted = nb07_video_clips.fit_to_shards(sets, batch_size=4, readers=16, reader_counts=None,
-                                         given={"batch_size": False, "readers": False},
-                                         default_readers="16 (one per core)", say=said.append)
+    fitted = nb07_video_clips.fit_to_shards(
+        sets,
+        batch_size=4,
+        readers=16,
+        reader_counts=None,
+        given={"batch_size": False, "readers": False},
+        default_readers="16 (one per core)",
+        say=said.append,
+    )
     assert fitted == (4, 7, None)
-    assert said == ["readers lowered from its default 16 (one per core) to 7: the sweep's 160x120 set has 28 "
-                    "clips, and each reader's shard must hold a batch of 4"]
+    assert said == [
+        "readers lowered from its default 16 (one per core) to 7: the sweep's 160x120 set has 28 "
+        "clips, and each reader's shard must hold a batch of 4"
+    ]
     said.clear()
     assert _fit(3, 8, 7, given=False, say=said.append) == (3, 1, None) and len(said) == 2
     assert said[0].startswith("batch_size lowered from its default 8 to 3")
@@ -371,15 +440,18 @@ def test_the_limit_is_the_fastest_run_and_each_way_is_a_share_of_it() -> None:
     rate, low, high = results.estimate("DALI, 2 readers")
     assert (share.ratio, share.low, share.high) == pytest.approx((rate / 320, low / 320, high / 320))
     assert share.trials == 3 and not share.paired
-    assert limit.sentence() == ("NVDEC's limit, measured: 14 processes of the legacy reader, one shard each, "
-                                "decoded 3,200 frames/s (320.0 clips/s of 10.0 frames) at NVDEC 98% busy.")
+    assert limit.sentence() == (
+        "NVDEC's limit, measured: 14 processes of the legacy reader, one shard each, "
+        "decoded 3,200 frames/s (320.0 clips/s of 10.0 frames) at NVDEC 98% busy."
+    )
     low_busy = nb07_video_clips.DecodeLimit([_run(14, 300, 1.0, 90.0)], frames_per_clip=10.0)
     assert not low_busy.reached
     assert "below 97%: a lower bound of the limit, not the limit" in low_busy.sentence()
     unread = nb07_video_clips.DecodeLimit([_run(14, 300, 1.0, None)], frames_per_clip=10.0)
     assert not unread.reached and unread.sentence().endswith(
         "(300.0 clips/s of 10.0 frames); NVML read no NVDEC figure, so it is a lower bound of the limit, "
-        "not the limit.")
+        "not the limit."
+    )
     record = limit.as_record()
     assert record["frames_per_s"] == pytest.approx(3200) and len(record["runs"]) == 2 and record["reached"]
 
@@ -402,8 +474,10 @@ def test_the_limit_goal_table_and_answer_come_from_the_probe() -> None:
     assert "The most of it: `DALI, 2 readers`" in sentence
     assert "straight-through decoding (a reference)" in sentence
     text = nb07_video_clips.answer(results, fed, ROLES, results.pick(), PER_CLIP, limit)
-    assert ("**NVDEC's limit**, measured by 14 processes of the legacy reader: 1,100 frames/s at NVDEC 98% "
-            "busy; the best dynamic-mode way alone decoded 0.9") in text
+    assert (
+        "**NVDEC's limit**, measured by 14 processes of the legacy reader: 1,100 frames/s at NVDEC 98% "
+        "busy; the best dynamic-mode way alone decoded 0.9"
+    ) in text
 
 
 def test_against_a_probe_under_its_busy_mark_the_limit_goal_is_never_met_and_its_words_say_why() -> None:
@@ -419,8 +493,10 @@ def test_against_a_probe_under_its_busy_mark_the_limit_goal_is_never_met_and_its
 
     reached, under, unread = probe(90, 98.0), probe(90, 95.0), probe(90, None)  # 900 frames/s each
     share = under.share(results, "DALI, 2 readers", PER_CLIP)  # about 1.12x [1.04-1.20] of 900 frames/s
-    assert share.low > 0.90 and nb07_video_clips.goals(results, fed, ROLES, PER_CLIP, None, reached)[name][
-        "verdict"] == "met"
+    assert (
+        share.low > 0.90
+        and nb07_video_clips.goals(results, fed, ROLES, PER_CLIP, None, reached)[name]["verdict"] == "met"
+    )
     for bound in (under, unread):
         goal = nb07_video_clips.goals(results, fed, ROLES, PER_CLIP, None, bound)[name]
         assert goal["verdict"] == "inconclusive", goal
@@ -459,8 +535,16 @@ def test_the_probe_tries_more_processes_until_nvdec_is_busy_enough_within_its_bu
         return _run(processes, 100 * processes, 1.0, {14: 90.0, 21: 98.0, 28: 99.0}[processes], wall=5.0)
 
     said: list[str] = []
-    limit = nb07_video_clips.measure_limit(None, [14, 21, 28], frames_per_clip=10.0, worker=None,
-                                        sampler=None, budget_s=60, say=said.append, run_once=fake_run)
+    limit = nb07_video_clips.measure_limit(
+        None,
+        [14, 21, 28],
+        frames_per_clip=10.0,
+        worker=None,
+        sampler=None,
+        budget_s=60,
+        say=said.append,
+        run_once=fake_run,
+    )
     assert tried == [14, 21] and limit.best.processes == 21 and limit.reached  # stopped at 98%
     assert said[0] == "decode-limit probe: 14 processes, 14,000 frames/s, NVDEC 90% busy (5 s)"
     tried.clear()
@@ -469,8 +553,16 @@ def test_the_probe_tries_more_processes_until_nvdec_is_busy_enough_within_its_bu
         tried.append(processes)
         return _run(processes, 100, 1.0, 90.0, wall=50.0)
 
-    limit = nb07_video_clips.measure_limit(None, [14, 21], frames_per_clip=10.0, worker=None, sampler=None,
-                                        budget_s=60, say=said.append, run_once=slow_run)
+    limit = nb07_video_clips.measure_limit(
+        None,
+        [14, 21],
+        frames_per_clip=10.0,
+        worker=None,
+        sampler=None,
+        budget_s=60,
+        say=said.append,
+        run_once=slow_run,
+    )
     assert tried == [14] and not limit.reached and "21 processes not tried" in said[-1]
 
     def failing_later(spec, processes, *, worker, sampler, timeout_s):
@@ -478,12 +570,28 @@ def test_the_probe_tries_more_processes_until_nvdec_is_busy_enough_within_its_bu
             raise nb07_video_clips.ProbeError("decode-limit probe, 21 processes: 21 not done in time")
         return _run(processes, 100, 1.0, 90.0, wall=5.0)
 
-    limit = nb07_video_clips.measure_limit(None, [14, 21], frames_per_clip=10.0, worker=None, sampler=None,
-                                        budget_s=60, say=said.append, run_once=failing_later)
+    limit = nb07_video_clips.measure_limit(
+        None,
+        [14, 21],
+        frames_per_clip=10.0,
+        worker=None,
+        sampler=None,
+        budget_s=60,
+        say=said.append,
+        run_once=failing_later,
+    )
     assert [r.processes for r in limit.runs] == [14] and "the limit is the run before's" in said[-1]
     with pytest.raises(nb07_video_clips.ProbeError, match="21 processes"):  # nothing measured: raised
-        nb07_video_clips.measure_limit(None, [21], frames_per_clip=10.0, worker=None, sampler=None,
-                                    budget_s=60, say=said.append, run_once=failing_later)
+        nb07_video_clips.measure_limit(
+            None,
+            [21],
+            frames_per_clip=10.0,
+            worker=None,
+            sampler=None,
+            budget_s=60,
+            say=said.append,
+            run_once=failing_later,
+        )
 
 
 def test_the_probe_is_skipped_with_a_line_on_a_cpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -539,11 +647,14 @@ def test_the_probes_processes_start_together_after_their_warm_up() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("worker, words", [
-    (failing_worker, "decode-limit probe, 2 processes: process 1 failed: RuntimeError: no NVDEC here"),
-    (exiting_worker, "exited (status 3) before it was ready"),
-    (hanging_worker, "2 not ready within its time limit"),
-])
+@pytest.mark.parametrize(
+    "worker, words",
+    [
+        (failing_worker, "decode-limit probe, 2 processes: process 1 failed: RuntimeError: no NVDEC here"),
+        (exiting_worker, "exited (status 3) before it was ready"),
+        (hanging_worker, "2 not ready within its time limit"),
+    ],
+)
 def test_a_probe_process_that_fails_exits_or_hangs_raises_naming_the_probe(worker, words) -> None:
     began = time.monotonic()
     with pytest.raises(nb07_video_clips.ProbeError) as raised:

@@ -25,8 +25,7 @@ pytestmark = pytest.mark.slow  # each module builds the photographs and two vide
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data = tmp_path_factory.mktemp("video-data")
-    return {codec: load_video_set(build_video_set(data, codec=codec, **SMALL))
-            for codec in ("vp9", "h264")}
+    return {codec: load_video_set(build_video_set(data, codec=codec, **SMALL)) for codec in ("vp9", "h264")}
 
 
 def _folder(tmp_path: Path, files: dict[str, Path | bytes]) -> Path:
@@ -70,9 +69,14 @@ def test_a_good_folder_is_described(sets, tmp_path: Path) -> None:
 
 
 def test_each_problem_names_its_files_and_what_to_do(sets, tmp_path: Path) -> None:
-    root = _folder(tmp_path, {"a/good.mp4": sets["vp9"].files[0],
-                              "a/h264.mp4": sets["h264"].files[0],
-                              "b/broken.mp4": b"<html>not found</html>"})
+    root = _folder(
+        tmp_path,
+        {
+            "a/good.mp4": sets["vp9"].files[0],
+            "a/h264.mp4": sets["h264"].files[0],
+            "b/broken.mp4": b"<html>not found</html>",
+        },
+    )
     _variable_rate(root / "b" / "variable.mp4")
     with pytest.raises(DataSourceError) as raised:
         check_video_folder(root, device="cpu", clip_frames=9, stride=2, legacy=True)
@@ -95,10 +99,13 @@ def test_probe_tells_a_constant_rate_from_a_variable_one(sets, tmp_path: Path) -
     assert not probe_video(_variable_rate(tmp_path / "v.mp4")).constant_rate
 
 
-@pytest.mark.parametrize("setup, message", [
-    ("missing", "does not exist. Pass a folder that holds one subfolder of videos per class"),
-    ("empty", "No videos found in"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ("missing", "does not exist. Pass a folder that holds one subfolder of videos per class"),
+        ("empty", "No videos found in"),
+    ],
+)
 def test_a_folder_without_videos_says_so(tmp_path: Path, setup: str, message: str) -> None:
     root = tmp_path / "videos"
     if setup == "empty":
@@ -130,8 +137,10 @@ def test_a_hidden_subfolder_and_a_file_that_is_no_video_are_named(sets, tmp_path
     ``.ipynb_checkpoints`` too, which shifts every label) and try every file of a class folder: the
     check names both before DALI reads the folder."""
     vp9 = sets["vp9"].files[0]
-    root = _folder(tmp_path, {"a/good.mp4": vp9, "b/good.mp4": vp9, ".ipynb_checkpoints/x.mp4": vp9,
-                              "a/notes.txt": b"notes"})
+    root = _folder(
+        tmp_path,
+        {"a/good.mp4": vp9, "b/good.mp4": vp9, ".ipynb_checkpoints/x.mp4": vp9, "a/notes.txt": b"notes"},
+    )
     with pytest.raises(DataSourceError) as raised:
         check_video_folder(root, device="cpu", clip_frames=8, stride=2)
     message = str(raised.value)

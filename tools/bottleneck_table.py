@@ -37,8 +37,10 @@ LIMIT_GOAL = "alone: best DALI's decoded frames/s / NVDEC's measured limit"
 MISSING = "not in this record"
 # a column of the notebook's tables under each name a version of its helper gave it
 COLUMNS = {"waiting %": ("waiting %", "loop waiting %")}
-HEADER = ("| What the sampler shows | What limits the loop | The knob to turn | Measured in this suite |\n"
-          "| --- | --- | --- | --- |")
+HEADER = (
+    "| What the sampler shows | What limits the loop | The knob to turn | Measured in this suite |\n"
+    "| --- | --- | --- | --- |"
+)
 
 
 class Figure(NamedTuple):
@@ -105,8 +107,11 @@ class Reader:
 
     def ways(self, kind: str, knob: str | None = None, run: str = "alone") -> list[str]:
         ways = ((self.entry.results.get(run) or {}).get("ways") or {}) if self.entry else {}
-        return [name for name, way in ways.items()
-                if way.get("kind") == kind and (knob is None or str(way.get("knob")) == knob)]
+        return [
+            name
+            for name, way in ways.items()
+            if way.get("kind") == kind and (knob is None or str(way.get("knob")) == knob)
+        ]
 
     def pick(self, role: str) -> str | None:
         return ((self.entry.results.get("picks") or {}).get(role)) if self.entry else None
@@ -153,10 +158,12 @@ def rows(reader: Reader) -> list[tuple[str, str, str, str]]:
         shown = r.cell(table, way, column, "%")
         return f"{label} {shown}" if shown is not None else f"{label}: {MISSING}"
 
-    readers = (f"{_code(one)} alone: {rate('alone', one)}, {pct('alone', one, 'NVDEC %', 'NVDEC')}; "
-               f"feeding the model, {pct('fed', one, 'waiting %', 'the loop waited')} of the time; "
-               f"{_code(best)} alone: {rate('alone', best)}, {pct('alone', best, 'NVDEC %', 'NVDEC')} "
-               "(notebook 07, sections 3 and 4)")
+    readers = (
+        f"{_code(one)} alone: {rate('alone', one)}, {pct('alone', one, 'NVDEC %', 'NVDEC')}; "
+        f"feeding the model, {pct('fed', one, 'waiting %', 'the loop waited')} of the time; "
+        f"{_code(best)} alone: {rate('alone', best)}, {pct('alone', best, 'NVDEC %', 'NVDEC')} "
+        "(notebook 07, sections 3 and 4)"
+    )
 
     names = r.variants()
     first = names[0] if names else None
@@ -177,53 +184,84 @@ def rows(reader: Reader) -> list[tuple[str, str, str, str]]:
         return _or_missing(r.cell("variants", name, "frames / clip (rule)"), "frames a clip")
 
     shown_busy = [b for b in busy if b is not None]
-    busy_words = (f"NVDEC {', '.join(shown_busy)} in turn" if shown_busy and len(shown_busy) == len(busy)
-                  else f"NVDEC %: {MISSING}")
+    busy_words = (
+        f"NVDEC {', '.join(shown_busy)} in turn"
+        if shown_busy and len(shown_busy) == len(busy)
+        else f"NVDEC %: {MISSING}"
+    )
     limit = r.headline("nvdec_limit_fps", "{:,.0f}")
     share = r.goal(LIMIT_GOAL)
-    probe = (f"NVDEC's limit as the probe measures it (section 3): {limit} frames/s, "
-             f"{_code(best)} decoding {share[0]} of it" if limit is not None and share is not None
-             else f"NVDEC's limit as the probe measures it (section 3): {MISSING}")
-    decoders = (f"{_code(best)} alone over each build of the videos, {busy_words}: "
-                f"{against(longer, 'the longer GOP')} ({frames(longer)} frames a clip against "
-                f"{frames(first)}); {against(hevc, 'HEVC')} (section 5); {probe}")
+    probe = (
+        f"NVDEC's limit as the probe measures it (section 3): {limit} frames/s, "
+        f"{_code(best)} decoding {share[0]} of it"
+        if limit is not None and share is not None
+        else f"NVDEC's limit as the probe measures it (section 3): {MISSING}"
+    )
+    decoders = (
+        f"{_code(best)} alone over each build of the videos, {busy_words}: "
+        f"{against(longer, 'the longer GOP')} ({frames(longer)} frames a clip against "
+        f"{frames(first)}); {against(hevc, 'HEVC')} (section 5); {probe}"
+    )
 
     def per_clip(way: str | None) -> str:
         return _or_missing(r.cell("alone", way, "frames / clip (rule)"), "frames a clip")
 
-    full_figures = (f"{_code(full)}: {pct('alone', full, 'NVDEC %', 'NVDEC')} busy for "
-                    f"{rate('alone', full)}, {per_clip(full)} frames a clip by that rule (modelled, "
-                    f"not counted) against the readers' {per_clip(one)} (section 3)")
+    full_figures = (
+        f"{_code(full)}: {pct('alone', full, 'NVDEC %', 'NVDEC')} busy for "
+        f"{rate('alone', full)}, {per_clip(full)} frames a clip by that rule (modelled, "
+        f"not counted) against the readers' {per_clip(one)} (section 3)"
+    )
 
-    cpu = (f"{_code(pyav)}: {pct('alone', pyav, 'CPU %', 'CPU')}, "
-           f"{pct('alone', pyav, 'NVDEC %', 'NVDEC')}, {rate('alone', pyav)}; feeding the model, "
-           f"{pct('fed', pyav, 'waiting %', 'the loop waited')} of the time (sections 3 and 4)")
+    cpu = (
+        f"{_code(pyav)}: {pct('alone', pyav, 'CPU %', 'CPU')}, "
+        f"{pct('alone', pyav, 'NVDEC %', 'NVDEC')}, {rate('alone', pyav)}; feeding the model, "
+        f"{pct('fed', pyav, 'waiting %', 'the loop waited')} of the time (sections 3 and 4)"
+    )
 
     ceiling = next(iter(r.ways("ceiling", run="fed")), None)
-    model = (f"{_code(best)} feeding `r2plus1d_18`: {pct('fed', best, 'GPU %', 'GPU')}, "
-             f"{pct('fed', best, 'waiting %', 'the loop waited')} of the time, "
-             f"{_versus(r.goal(FED_GOAL), 'training alone', 'share of training alone')}; training alone: "
-             f"{pct('fed', ceiling, 'GPU %', 'GPU')} (section 4)")
+    model = (
+        f"{_code(best)} feeding `r2plus1d_18`: {pct('fed', best, 'GPU %', 'GPU')}, "
+        f"{pct('fed', best, 'waiting %', 'the loop waited')} of the time, "
+        f"{_versus(r.goal(FED_GOAL), 'training alone', 'share of training alone')}; training alone: "
+        f"{pct('fed', ceiling, 'GPU %', 'GPU')} (section 4)"
+    )
 
     return [
-        ("The loop waits; NVDEC busy at about one engine's share (100 / engines %)",
-         "one video reader: one decoding session",
-         "one reader per decoder, one shard each (`helpers.toolkit.sharded.ShardedFeed`)", readers),
-        ("NVDEC near its limit (the probe's reading, notebook 07 section 3)", "the decoders themselves",
-         "less decoding work a clip: a shorter GOP (keyframes closer, fewer frames decoded a clip), "
-         "smaller videos; or frames NVDEC decodes faster: HEVC instead of H.264 keeps the same frames "
-         "a clip, and whether NVDEC decodes them faster is measured beside", decoders),
-        ("NVDEC busy, yet few clips/s for it", "decoding frames no clip uses",
-         "a reader, not `decoders.video` over the file's bytes (in DALI 2.4.0 it decodes from the "
-         "file's first frame: its `build_index`, documented to speed up seeking, is not passed on by "
-         "`video_decoder_base.h`)", full_figures),
-        ("CPU busy, NVDEC idle, the loop waits", "decoding on the CPU (PyAV, FFmpeg)",
-         "decode on the GPU", cpu),
-        ("GPU (kernels) busy, the loop hardly waits",
-         "the model, and the loader's work beside it (its CPU threads, or its decoding and resizing "
-         "kernels): the run does not say which",
-         "little on the data side: less work in the loader's step, such as a smaller resize",
-         model),
+        (
+            "The loop waits; NVDEC busy at about one engine's share (100 / engines %)",
+            "one video reader: one decoding session",
+            "one reader per decoder, one shard each (`helpers.toolkit.sharded.ShardedFeed`)",
+            readers,
+        ),
+        (
+            "NVDEC near its limit (the probe's reading, notebook 07 section 3)",
+            "the decoders themselves",
+            "less decoding work a clip: a shorter GOP (keyframes closer, fewer frames decoded a clip), "
+            "smaller videos; or frames NVDEC decodes faster: HEVC instead of H.264 keeps the same frames "
+            "a clip, and whether NVDEC decodes them faster is measured beside",
+            decoders,
+        ),
+        (
+            "NVDEC busy, yet few clips/s for it",
+            "decoding frames no clip uses",
+            "a reader, not `decoders.video` over the file's bytes (in DALI 2.4.0 it decodes from the "
+            "file's first frame: its `build_index`, documented to speed up seeking, is not passed on by "
+            "`video_decoder_base.h`)",
+            full_figures,
+        ),
+        (
+            "CPU busy, NVDEC idle, the loop waits",
+            "decoding on the CPU (PyAV, FFmpeg)",
+            "decode on the GPU",
+            cpu,
+        ),
+        (
+            "GPU (kernels) busy, the loop hardly waits",
+            "the model, and the loader's work beside it (its CPU threads, or its decoding and resizing "
+            "kernels): the run does not say which",
+            "little on the data side: less work in the loader's step, such as a smaller resize",
+            model,
+        ),
     ]
 
 
@@ -232,13 +270,17 @@ def render_bottleneck_table(results_dir: Path = RESULTS) -> str:
     record = video_record(results_dir)
     entry = record.notebooks[NOTEBOOK] if record else None
     if record is None or record.path is None:
-        source = ("No record of a machine with a GPU holds notebook 07 yet: each figure of this "
-                  "table's last column is missing until its first GPU run is recorded.")
+        source = (
+            "No record of a machine with a GPU holds notebook 07 yet: each figure of this "
+            "table's last column is missing until its first GPU run is recorded."
+        )
     else:
-        source = (f"Every figure of this table's last column comes from one run: notebook 07 in "
-                  f"`results/{record.path.name}` ({column_heading(record)}), the newest record of a "
-                  "machine with a GPU that holds it. A figure that record lacks is said to be missing "
-                  "(\"" + MISSING + "\"), not taken from another run.")
+        source = (
+            f"Every figure of this table's last column comes from one run: notebook 07 in "
+            f"`results/{record.path.name}` ({column_heading(record)}), the newest record of a "
+            "machine with a GPU that holds it. A figure that record lacks is said to be missing "
+            '("' + MISSING + '"), not taken from another run.'
+        )
     lines = [f"| {' | '.join(row)} |" for row in rows(Reader(entry))]
     return "\n".join([source, "", HEADER, *lines])
 

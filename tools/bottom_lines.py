@@ -78,17 +78,22 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
     # goals are stated for a GPU: a CPU run, or one that recorded no verdict, says nothing about them
     if not record.has_gpu or any(g["verdict"] is None for g in goals.values()):
         names = ", ".join(goals)
-        return (f"Its goal{'s' * (len(goals) > 1)} ({names}) {'are' if len(goals) > 1 else 'is'} stated "
-                "for GPUs and not judged on this run.")
+        return (
+            f"Its goal{'s' * (len(goals) > 1)} ({names}) {'are' if len(goals) > 1 else 'is'} stated "
+            "for GPUs and not judged on this run."
+        )
     where = ""
     if len(goals) == 1:
-        (name, goal), = goals.items()
+        ((name, goal),) = goals.items()
         shown = {f.shown for f in get.figures}
         ratio = get.ratio(notebook, "goals", name).shown_against(goal["goal"])  # its bounds beside the goal's
         figure = "" if ratio in shown else f" ({ratio})"
         return f"Its goal, {name} of {goal['goal']:g}x or more, is {goal['verdict']}{figure}{where}."
-    counts = [(count, verdict) for verdict in VERDICTS
-              if (count := sum(g["verdict"] == verdict for g in goals.values()))]
+    counts = [
+        (count, verdict)
+        for verdict in VERDICTS
+        if (count := sum(g["verdict"] == verdict for g in goals.values()))
+    ]
     listed = ", ".join(f"{count} {verdict}" for count, verdict in counts)
     return f"Its goals: {listed} ([all {len(goals)}]({GOALS_LINK})){where}."
 
@@ -97,12 +102,16 @@ def bottom_line(notebook: str, results_dir: Path = RESULTS) -> str:
     """The cell's Markdown: the machine and the record, the notebook's finding, its goals."""
     chosen = newest_gpu_first(results_dir)
     if notebook not in chosen:
-        return (f"**Bottom line.** No record in `results/` holds {notebook} yet: its bottom line "
-                "comes with its first run.")
+        return (
+            f"**Bottom line.** No record in `results/` holds {notebook} yet: its bottom line "
+            "comes with its first run."
+        )
     known = writers(results_dir)
     if notebook not in known:
-        raise ValueError(f"{notebook} has a record but is not a notebook of the registry beside "
-                         f"{results_dir}: name it notebooks/NN-slug.ipynb with its metadata entry")
+        raise ValueError(
+            f"{notebook} has a record but is not a notebook of the registry beside "
+            f"{results_dir}: name it notebooks/NN-slug.ipynb with its metadata entry"
+        )
     topic, write = known[notebook]
 
     record = chosen[notebook]
@@ -143,8 +152,9 @@ def _title_index(cells: list[dict[str, Any]], where: str) -> int:
     for index, cell in enumerate(cells):
         if cell.get("cell_type") == "markdown" and "".join(cell.get("source", "")).startswith("# "):
             return index
-    raise ValueError(f"{where} has no title cell (a Markdown cell that starts with '# '): nowhere to "
-                     "put its bottom line")
+    raise ValueError(
+        f"{where} has no title cell (a Markdown cell that starts with '# '): nowhere to put its bottom line"
+    )
 
 
 def tagged_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
@@ -156,8 +166,10 @@ def with_bottom_line(text: str, source: str, where: str = "the notebook") -> str
     source replaced, or a new cell after the title cell. Nothing else changes."""
     notebook = json.loads(text)
     if _layout(notebook) != text:
-        raise ValueError(f"{where} is not in nbformat's layout (indent 1, sorted keys): writing its "
-                         "bottom line would rewrite other lines; save it with nbformat first")
+        raise ValueError(
+            f"{where} is not in nbformat's layout (indent 1, sorted keys): writing its "
+            "bottom line would rewrite other lines; save it with nbformat first"
+        )
     cells = notebook["cells"]
     tagged = tagged_cells(notebook)
     if len(tagged) > 1:
@@ -171,8 +183,10 @@ def with_bottom_line(text: str, source: str, where: str = "the notebook") -> str
     else:
         if any(c.get("id") == CELL_ID for c in cells):
             raise ValueError(f"{where}: another cell has the id {CELL_ID!r}")
-        cells.insert(_title_index(cells, where) + 1, {"cell_type": "markdown", "id": CELL_ID,
-                                                      "metadata": {"tags": [TAG]}, "source": lines})
+        cells.insert(
+            _title_index(cells, where) + 1,
+            {"cell_type": "markdown", "id": CELL_ID, "metadata": {"tags": [TAG]}, "source": lines},
+        )
     return _layout(notebook)
 
 
@@ -187,8 +201,10 @@ def update(notebooks_dir: Path = NOTEBOOKS_DIR, *, check: bool, results_dir: Pat
     stale = [path for path, (old, new) in updated.items() if old != new]
     if check:
         if stale:
-            print(f"{', '.join(p.name for p in stale)}: the bottom-line cell is out of date: run "
-                  "`python -m tools.results_table`")
+            print(
+                f"{', '.join(p.name for p in stale)}: the bottom-line cell is out of date: run "
+                "`python -m tools.results_table`"
+            )
         return 1 if stale else 0
     for path in stale:
         path.write_text(updated[path][1], encoding="utf-8")

@@ -31,7 +31,8 @@ def provenance_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         f"the committed notebook: the run of {date} that made it ({took}; the machine it ran on "
         "is in `results/` and on the docs' Results page). Running a cell replaces its output "
         "with your machine's; to get the stored outputs back, delete this copy and run "
-        "`make lab` again.")
+        "`make lab` again."
+    )
     cell.metadata["tags"] = [PROVENANCE]
     return cell
 
@@ -43,8 +44,13 @@ def has_checked_cells(notebook: Path) -> bool:
     return any(CHECKED in c.metadata.get("tags", []) for c in nbformat.read(notebook, as_version=4).cells)
 
 
-def copy_notebooks(dest: Path, fresh: bool = False, provenance: bool = False,
-                   checked_only: bool = False, scale: str | None = None) -> list[Path]:
+def copy_notebooks(
+    dest: Path,
+    fresh: bool = False,
+    provenance: bool = False,
+    checked_only: bool = False,
+    scale: str | None = None,
+) -> list[Path]:
     """Copies of the notebooks without papermill's injected parameters, in ``dest``: working
     copies for `make lab` (an existing copy is kept: it may hold your work; ``provenance``: a
     note first that says where its stored outputs came from) or for nbval (``fresh``:

@@ -33,8 +33,9 @@ def with_alt_texts(page: str, notebook: dict[str, Any]) -> tuple[str, list[str]]
     texts = alt_texts(notebook)
     images = list(_IMG.finditer(page))
     if len(images) != len(texts):
-        return page, [f"its page embeds {len(images)} images, its outputs hold {len(texts)}: alt texts "
-                      "not added"]
+        return page, [
+            f"its page embeds {len(images)} images, its outputs hold {len(texts)}: alt texts not added"
+        ]
     problems: list[str] = []
     parts, end = [], 0
     for match, text in zip(images, texts, strict=True):
@@ -42,6 +43,6 @@ def with_alt_texts(page: str, notebook: dict[str, Any]) -> tuple[str, list[str]]
         if text:
             alt = html_escape.escape(text, quote=True)
             tag = _ALT.sub("", tag).replace("<img", f'<img alt="{alt}"', 1)
-        parts += [page[end:match.start()], tag]
+        parts += [page[end : match.start()], tag]
         end = match.end()
     return "".join(parts) + page[end:], problems

@@ -22,7 +22,7 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # then (tests/test_committed_notebooks.py says when).
 AWAITING_RERUN: dict[str, str] = {
     name: "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as "
-          "literals" + extra
+    "literals" + extra
     for name, extra in {
         "01-getting-started": "",
         "02-capture-mode": "; the training loop in sight and a recipe (new cells)",
@@ -30,7 +30,8 @@ AWAITING_RERUN: dict[str, str] = {
         "05-photos-at-scale": "; the training loop in sight (new cells)",
         "06-checkpoint-resume": "; a recipe demonstration that crosses an epoch",
         "07-video-clips": "; the limit goal judged against a lower bound; Kinetics normalization",
-    }.items()}
+    }.items()
+}
 
 
 def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) -> list[str]:
@@ -43,22 +44,26 @@ def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) ->
     if awaiting_rerun:
         run = [n for n in counts if n is not None]
         if run != sorted(set(run)) or any(c.get("outputs") for c in code if c.get("execution_count") is None):
-            problems.append(f"its outputs are not one run's in order (execution counts {counts[:8]}...), "
-                            "with only the cells added since its run left without outputs")
+            problems.append(
+                f"its outputs are not one run's in order (execution counts {counts[:8]}...), "
+                "with only the cells added since its run left without outputs"
+            )
     elif counts != list(range(1, len(code) + 1)):
-        problems.append(f"not executed in order (execution counts {counts[:8]}...; expected "
-                        "1, 2, 3...): commit the notebook as the runner executed it")
+        problems.append(
+            f"not executed in order (execution counts {counts[:8]}...; expected "
+            "1, 2, 3...): commit the notebook as the runner executed it"
+        )
     papermill = notebook.get("metadata", {}).get("papermill")
     if not papermill or papermill.get("duration") is None:
-        problems.append("no papermill metadata (duration): commit the notebook as the runner "
-                        "executed it")
+        problems.append("no papermill metadata (duration): commit the notebook as the runner executed it")
     elif papermill.get("exception"):
         problems.append("papermill recorded an exception: commit a run that finished")
     for index, cell in enumerate(cells):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                problems.append(f"cell {index}: error output {output.get('ename')}: commit a run "
-                                "without errors")
+                problems.append(
+                    f"cell {index}: error output {output.get('ename')}: commit a run without errors"
+                )
             for mime in IMAGE_TYPES:
                 data = output.get("data", {}).get(mime)
                 if data is not None and not _decodes("".join(data)):
@@ -67,8 +72,12 @@ def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) ->
 
 
 def figure_count(notebook: dict[str, Any]) -> int:
-    return sum(1 for c in notebook.get("cells", []) for o in c.get("outputs", [])
-               if any(m in o.get("data", {}) for m in IMAGE_TYPES))
+    return sum(
+        1
+        for c in notebook.get("cells", [])
+        for o in c.get("outputs", [])
+        if any(m in o.get("data", {}) for m in IMAGE_TYPES)
+    )
 
 
 def _decodes(payload: str) -> bool:
@@ -87,5 +96,6 @@ def awaits_its_first_run(notebook: dict[str, Any]) -> bool:
     """Never executed: no code cell has an execution count or an output, and papermill left no
     metadata (a notebook executed in part, or out of order, is a fault: notebook_problems)."""
     code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
-    return (not notebook.get("metadata", {}).get("papermill")
-            and all(c.get("execution_count") is None and not c.get("outputs") for c in code))
+    return not notebook.get("metadata", {}).get("papermill") and all(
+        c.get("execution_count") is None and not c.get("outputs") for c in code
+    )

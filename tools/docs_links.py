@@ -34,12 +34,11 @@ def rewrite_links(html: str, source: str, page_file: Any, files: Any, log: loggi
         parts = urlsplit(url)
         target = posixpath.normpath(posixpath.join(posixpath.dirname(source), parts.path))
         if target.startswith(PAGES_IN_THE_CHECKOUT):  # ../docs/pages/x.md: a link that works on GitHub
-            target = target[len(PAGES_IN_THE_CHECKOUT):]
+            target = target[len(PAGES_IN_THE_CHECKOUT) :]
         file = files.get_file_from_path(target)
         if file is None:
             kind = "figure" if attribute == "src" else "link"
-            log.warning("%s: %s '%s' points to '%s', which is not in the site", source, kind,
-                        url, target)
+            log.warning("%s: %s '%s' points to '%s', which is not in the site", source, kind, url, target)
             return match.group(0)
         if attribute == "href" and target.endswith((".ipynb", ".md")):
             fragment = f"#{parts.fragment}" if parts.fragment else ""

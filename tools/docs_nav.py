@@ -23,13 +23,17 @@ def notebook_nav(nav: list[Any] | None, root: Path) -> tuple[list[Any], list[str
     problems: list[str] = []
     at = [i for i, item in enumerate(nav) if isinstance(item, dict) and NAV_SECTION in item]
     if not at:
-        problems.append(f"the nav has no `- {NAV_SECTION}: []` section: add it where the notebooks "
-                        "go (the hook fills it with every notebooks/NN-*.ipynb)")
+        problems.append(
+            f"the nav has no `- {NAV_SECTION}: []` section: add it where the notebooks "
+            "go (the hook fills it with every notebooks/NN-*.ipynb)"
+        )
         return nav, problems
     listed = nav[at[0]][NAV_SECTION]
     if listed:
-        problems.append(f"the nav's {NAV_SECTION} section lists {listed!r} by hand: leave it "
-                        f"`- {NAV_SECTION}: []`, the hook fills it with every notebooks/NN-*.ipynb "
-                        "(tools.registry)")
+        problems.append(
+            f"the nav's {NAV_SECTION} section lists {listed!r} by hand: leave it "
+            f"`- {NAV_SECTION}: []`, the hook fills it with every notebooks/NN-*.ipynb "
+            "(tools.registry)"
+        )
     nav[at[0]] = {NAV_SECTION: entries}
     return nav, problems

@@ -36,8 +36,11 @@ def _cells_tagged(soup: BeautifulSoup, tag: str) -> list[Tag]:
     """The outermost element of each cell with ``tag`` (mkdocs-jupyter nests two divs per cell,
     both with the class ``celltag_<tag>``)."""
     css = f"celltag_{tag}"
-    return [cell for cell in soup.find_all(class_=css)
-            if not any(css in (parent.get("class") or []) for parent in cell.parents)]
+    return [
+        cell
+        for cell in soup.find_all(class_=css)
+        if not any(css in (parent.get("class") or []) for parent in cell.parents)
+    ]
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -50,8 +53,11 @@ def injected_assignments(notebook: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for cell in notebook.get("cells", []):
         if INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
-            lines += [line.strip() for line in _source(cell).splitlines()
-                      if line.strip() and not line.lstrip().startswith("#")]
+            lines += [
+                line.strip()
+                for line in _source(cell).splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
     return lines
 
 
@@ -72,8 +78,10 @@ def folded_source(text: str) -> str:
     except SyntaxError:
         body = f"<pre>{html_escape(text)}</pre>"
         what = f"text: {count} lines"
-    return (f'<details class="printed-file"><summary>The printed {what} (click to show)'
-            f"</summary>\n{body}</details>")
+    return (
+        f'<details class="printed-file"><summary>The printed {what} (click to show)'
+        f"</summary>\n{body}</details>"
+    )
 
 
 def reader_view(html: str, notebook: dict[str, Any]) -> str:
@@ -84,8 +92,10 @@ def reader_view(html: str, notebook: dict[str, Any]) -> str:
     parameters = injected_assignments(notebook)
     for cell in _cells_tagged(soup, INJECTED_TAG):
         note = soup.new_tag("p", attrs={"class": "run-parameters"})
-        note.append("The outputs on this page come from a run with these parameters, which the "
-                    "runner (papermill) set over the defaults above: ")
+        note.append(
+            "The outputs on this page come from a run with these parameters, which the "
+            "runner (papermill) set over the defaults above: "
+        )
         for index, line in enumerate(parameters):
             if index:
                 note.append(", ")
@@ -129,8 +139,9 @@ def folded_input_summary(code: str) -> str:
         body = []
     if body and all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body):
         return f"The imports ({count})"
-    names = [node.name for node in body
-             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    names = [
+        node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
     if names:
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         return f"The code that defines {shown} ({count})"
@@ -153,8 +164,9 @@ def _fold_input(soup: BeautifulSoup, cell: Tag) -> None:
 
 def _is_empty(output: Tag) -> bool:
     """An output that shows nothing: only whitespace, no image, table or other element."""
-    return not output.get_text().strip() and not output.find(["img", "svg", "table", "iframe",
-                                                              "video", "canvas", "input"])
+    return not output.get_text().strip() and not output.find(
+        ["img", "svg", "table", "iframe", "video", "canvas", "input"]
+    )
 
 
 def _fold_html(soup: BeautifulSoup, output: Tag) -> None:

@@ -27,8 +27,7 @@ def repair_toc(toc: Any, headings: dict[str, str]) -> None:
     whose id holds the entry's words in order, with that heading's text."""
     for item in toc:
         if item.id not in headings:
-            matches = [id_ for id_ in headings
-                       if _words_within(item.id.split("-"), id_.split("-"))]
+            matches = [id_ for id_ in headings if _words_within(item.id.split("-"), id_.split("-"))]
             if len(matches) == 1:
                 item.id, item.title = matches[0], headings[matches[0]]
         repair_toc(item.children, headings)

@@ -88,8 +88,10 @@ class Lookup:
         found: Any = {"headline": entry.headline, "results": entry.results, "parameters": entry.parameters}
         for key in keys:
             if not isinstance(found, dict) or key not in found:
-                raise ValueError(f"{self.chosen[notebook].name}: {notebook} records no "
-                                 f"{'.'.join(keys)}: update tools/findings.py to what it records")
+                raise ValueError(
+                    f"{self.chosen[notebook].name}: {notebook} records no "
+                    f"{'.'.join(keys)}: update tools/findings.py to what it records"
+                )
             found = found[key]
         return found
 
@@ -98,8 +100,10 @@ class Lookup:
         only decides a wording (another sentence shows it)."""
         found = self.value(notebook, "results", *keys)
         if not isinstance(found, dict) or not {"ratio", "ci95"} <= set(found):
-            raise ValueError(f"{self.chosen[notebook].name}: {notebook}'s results.{'.'.join(keys)} is "
-                             "not a ratio with its interval ({\"ratio\", \"ci95\"})")
+            raise ValueError(
+                f"{self.chosen[notebook].name}: {notebook}'s results.{'.'.join(keys)} is "
+                'not a ratio with its interval ({"ratio", "ci95"})'
+            )
         low, high = found["ci95"]
         count = int(found.get("trials", found.get("launches", 0)))
         ratio = Ratio(float(found["ratio"]), float(low), float(high), count, paired=True)
@@ -115,8 +119,9 @@ class Lookup:
         for name, goal in goals.items():
             problems = goal_problems(goal)
             if problems:
-                raise ValueError(f"{self.chosen[notebook].name}, {notebook}, goal {name!r}: "
-                                 f"{'; '.join(problems)}")
+                raise ValueError(
+                    f"{self.chosen[notebook].name}, {notebook}, goal {name!r}: {'; '.join(problems)}"
+                )
         return goals
 
 
@@ -131,8 +136,14 @@ def versus_each(compared: Sequence[tuple[Ratio, str]], reference: str, **words: 
     return " and ".join(f"{versus(r, reference, **words)} {what}" for r, what in compared)
 
 
-NB01, NB02, NB03, NB04, NB05, NB06 = ("01-getting-started", "02-capture-mode", "03-feeding-pytorch-fast",
-                                      "04-scaling-out", "05-photos-at-scale", "06-checkpoint-resume")
+NB01, NB02, NB03, NB04, NB05, NB06 = (
+    "01-getting-started",
+    "02-capture-mode",
+    "03-feeding-pytorch-fast",
+    "04-scaling-out",
+    "05-photos-at-scale",
+    "06-checkpoint-resume",
+)
 NB07 = "07-video-clips"
 R50 = "ResNet-50: best dynamic / "
 SAME_KNOBS = "pipeline mode at the same knobs"
@@ -151,16 +162,20 @@ def _getting_started(get: Lookup) -> list[str]:
         nvjpg = get.value(NB01, "headline").get("hw_gpu_nvjpg_pct")
         busy = f" (NVJPG {nvjpg:.0f}% busy)" if nvjpg is not None else ""
         views = get.value(NB01, "parameters", "speed_images")
-        return [f"decoding {views} JPEG views of the photographs at hw_decoder_load 1{busy}, the GPU was "
-                f"{versus(hardware, f'CPU decoding at {threads} threads')}.",
-                f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}."]
+        return [
+            f"decoding {views} JPEG views of the photographs at hw_decoder_load 1{busy}, the GPU was "
+            f"{versus(hardware, f'CPU decoding at {threads} threads')}.",
+            f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}.",
+        ]
     # records before the suite's harness (2026-12-02 and earlier): a sweep of settings
     load = get.value(NB01, "headline", "best_hw_decoder_load")
     fixed = get.ratio(NB01, "ratios", "best_gpu_over_cpu")
     best = get.ratio(NB01, "ratios", "best_gpu_over_best_cpu")
-    return [f"at hw_decoder_load {load:g} (its highest sweep median), GPU decoding of the photographs "
-            f"was {versus(fixed, f'CPU decoding at {threads} threads')}.",
-            f"Each at its best sweep setting, it was {versus(best, 'CPU decoding')}."]
+    return [
+        f"at hw_decoder_load {load:g} (its highest sweep median), GPU decoding of the photographs "
+        f"was {versus(fixed, f'CPU decoding at {threads} threads')}.",
+        f"Each at its best sweep setting, it was {versus(best, 'CPU decoding')}.",
+    ]
 
 
 def _capture_mode(get: Lookup) -> list[str]:
@@ -179,17 +194,22 @@ def _dynamic_at(get: Lookup, notebook: str, kind: str, rounds: str) -> str:
 def _light_model(get: Lookup) -> list[str]:
     loader = get.ratio(NB03, "goals", "best dynamic / best DataLoader")
     same = get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs")
-    return [f"on MNIST, dynamic mode {_dynamic_at(get, NB03, 'dynamic', 'the confirmation')} was "
-            f"{versus(loader, LOADER)}.",
-            f"It was {versus(same, SAME_KNOBS)}."]
+    return [
+        f"on MNIST, dynamic mode {_dynamic_at(get, NB03, 'dynamic', 'the confirmation')} was "
+        f"{versus(loader, LOADER)}.",
+        f"It was {versus(same, SAME_KNOBS)}.",
+    ]
 
 
 def _scaling_out(get: Lookup) -> list[str]:
     processes = get.value(NB04, "headline", "processes")
     weak = get.ratio(NB04, "goals", "weak scaling (all processes / 1 process)")
     record = get.record(NB04)
-    where = (f"on {record.machine.get('gpu_count') or 1} GPUs" if record.has_gpu
-             else f"on {record.machine.get('cpu_count', '?')} CPU cores, not GPU scaling")
+    where = (
+        f"on {record.machine.get('gpu_count') or 1} GPUs"
+        if record.has_gpu
+        else f"on {record.machine.get('cpu_count', '?')} CPU cores, not GPU scaling"
+    )
     sentences = [f"in samples/s, {processes} processes under torchrun were {versus(weak, 'one')}, {where}."]
     if "strong_scaling" in get.value(NB04, "results"):
         strong = get.ratio(NB04, "strong_scaling")
@@ -198,17 +218,21 @@ def _scaling_out(get: Lookup) -> list[str]:
 
 
 def _photos(get: Lookup) -> list[str]:
-    loader, same, ceiling = (get.ratio(NB05, "goals", R50 + against)
-                             for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling"))
+    loader, same, ceiling = (
+        get.ratio(NB05, "goals", R50 + against)
+        for against in ("best DataLoader", "pipeline mode, same knobs", "ceiling")
+    )
     cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
     size = get.value(NB05, "parameters", "image_size")
     at = _dynamic_at(get, NB05, "capture", "selection")
     capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
-    return [f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
-            f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
-            "Alone, PIL in the DataLoader used " + versus(cpu, capture,
-                                                 faster="more CPU time per image than",
-                                                 slower="less CPU time per image than") + "."]
+    return [
+        f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
+        f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
+        "Alone, PIL in the DataLoader used "
+        + versus(cpu, capture, faster="more CPU time per image than", slower="less CPU time per image than")
+        + ".",
+    ]
 
 
 def _resuming(get: Lookup) -> list[str]:
@@ -219,14 +243,17 @@ def _resuming(get: Lookup) -> list[str]:
     ratios = {key: get.ratio(NB06, "benchmark", "ratios", resumable + key) for key in against}
     words = [versus(ratios[key], other) for key, other in against.items()]
     steps = get.value(NB06, "results", "steps_per_epoch")
-    sentences = [f"killed at step {resume['kill_step']}, training resumed from step "
-                 f"{resume['resumed_from']} {same}.",
-                 f"Over epochs of {steps} steps, resumable capture mode (a new reader each epoch, "
-                 f"checkpoints) was {' and '.join(words)}."]
+    sentences = [
+        f"killed at step {resume['kill_step']}, training resumed from step {resume['resumed_from']} {same}.",
+        f"Over epochs of {steps} steps, resumable capture mode (a new reader each epoch, "
+        f"checkpoints) was {' and '.join(words)}.",
+    ]
     rebuild = "capture, epoch readers / capture"  # a new reader each epoch, without checkpoints
     if rebuild in get.value(NB06, "results", "benchmark", "ratios"):
-        sentences.append(f"A new reader each epoch without checkpoints was "
-                         f"{versus(get.ratio(NB06, 'benchmark', 'ratios', rebuild), 'capture mode')}.")
+        sentences.append(
+            f"A new reader each epoch without checkpoints was "
+            f"{versus(get.ratio(NB06, 'benchmark', 'ratios', rebuild), 'capture mode')}."
+        )
     return sentences
 
 
@@ -242,17 +269,22 @@ def _video(get: Lookup) -> list[str]:
         readers = get.value(NB07, "results", "alone", "configs", best, "count")
     nvdec = get.value(NB07, "headline", "best_dali_nvdec_pct")
     busy = f" (NVDEC {nvdec:.0f}% busy)" if nvdec is not None else ""
-    who = (f"{readers} DALI readers, one shard each{busy}, were" if readers > 1
-           else f"one DALI reader{busy} was")
+    who = (
+        f"{readers} DALI readers, one shard each{busy}, were" if readers > 1 else f"one DALI reader{busy} was"
+    )
     parameters = get.value(NB07, "parameters")  # resolution None: the default of the device it ran on
     by_device = {"gpu": VIDEO_DEFAULTS["resolution"][0], "cpu": VIDEO_DEFAULTS["resolution"][1]}
     resolution = parameters.get("resolution") or by_device.get(parameters.get("device"))
     sizes = [(alone, f"at {resolution or 'its default size'}, gop {gop}")]
-    sizes += [(get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}, the same DataLoader")
-              for size in get.value(NB07, "results", "sweep", "dali_over_dataloader")]
-    return [f"on {codec} clips of {frames} frames, loading alone, {who} "
-            f"{versus_each(sizes, 'PyAV in ' + LOADER)}.",
-            f"Feeding the 3D model, {'they' if readers > 1 else 'it'} reached {fed} of training alone."]
+    sizes += [
+        (get.ratio(NB07, "sweep", "dali_over_dataloader", size), f"at {size}, the same DataLoader")
+        for size in get.value(NB07, "results", "sweep", "dali_over_dataloader")
+    ]
+    return [
+        f"on {codec} clips of {frames} frames, loading alone, {who} "
+        f"{versus_each(sizes, 'PyAV in ' + LOADER)}.",
+        f"Feeding the 3D model, {'they' if readers > 1 else 'it'} reached {fed} of training alone.",
+    ]
 
 
 # --- one function per notebook: what to do, by its record's verdicts ----------------------------
@@ -292,8 +324,10 @@ def _advise_light(get: Lookup) -> str:
 
 
 def _advise_sharding(get: Lookup) -> str:
-    return ("Give each rank a shard of the reader (`num_shards`, `shard_id`) and pad the shards alike "
-            "(`pad_last_batch=True`)")
+    return (
+        "Give each rank a shard of the reader (`num_shards`, `shard_id`) and pad the shards alike "
+        "(`pad_last_batch=True`)"
+    )
 
 
 def _advise_photos(get: Lookup) -> str:
@@ -319,8 +353,13 @@ def _advise_video(get: Lookup) -> str:
 
 
 ADVICE: dict[str, Callable[[Lookup], str]] = {
-    NB01: _advise_decoding, NB02: _advise_capture, NB03: _advise_light, NB04: _advise_sharding,
-    NB05: _advise_photos, NB06: _advise_resuming, NB07: _advise_video,
+    NB01: _advise_decoding,
+    NB02: _advise_capture,
+    NB03: _advise_light,
+    NB04: _advise_sharding,
+    NB05: _advise_photos,
+    NB06: _advise_resuming,
+    NB07: _advise_video,
 }
 
 
@@ -345,8 +384,10 @@ def _goals_only(notebook: str) -> Write:
         goals = get.goals(notebook)
         if not goals:
             return ["its record holds no goals: its notebook shows what it measured."]
-        said = [f"{name}, {get.ratio(notebook, 'goals', name)} (goal >= {goal['goal']:g}x)"
-                for name, goal in goals.items()]
+        said = [
+            f"{name}, {get.ratio(notebook, 'goals', name)} (goal >= {goal['goal']:g}x)"
+            for name, goal in goals.items()
+        ]
         return [f"{'; '.join(said)}."]
 
     return write
@@ -365,15 +406,23 @@ def writers(results_dir: Path = RESULTS) -> dict[str, tuple[str, Write]]:
 def _answer(get: Lookup) -> list[str]:
     """The one line a learner needs: whether dynamic mode pays off in place of a DataLoader and
     of pipeline mode, on a heavy model (05) and a light one (03), and by how much."""
-    loaders = [(get.ratio(NB05, "goals", R50 + "best DataLoader"), "feeding ResNet-50 from JPEGs"),
-               (get.ratio(NB03, "goals", "best dynamic / best DataLoader"), "on MNIST")]
-    same = [(get.ratio(NB05, "goals", R50 + "pipeline mode, same knobs"), "on ResNet-50"),
-            (get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs"), "on MNIST")]
-    pays = {"faster": "pays off in place of", "slower": "does not pay off in place of",
-            "same": "is not distinguishable from"}
+    loaders = [
+        (get.ratio(NB05, "goals", R50 + "best DataLoader"), "feeding ResNet-50 from JPEGs"),
+        (get.ratio(NB03, "goals", "best dynamic / best DataLoader"), "on MNIST"),
+    ]
+    same = [
+        (get.ratio(NB05, "goals", R50 + "pipeline mode, same knobs"), "on ResNet-50"),
+        (get.ratio(NB03, "goals", "best dynamic / pipeline mode, same knobs"), "on MNIST"),
+    ]
+    pays = {
+        "faster": "pays off in place of",
+        "slower": "does not pay off in place of",
+        "same": "is not distinguishable from",
+    }
     pipeline = "DALI's " + SAME_KNOBS
-    return [f"dynamic mode {versus_each(loaders, LOADER, **pays)}, and "
-            f"{versus_each(same, pipeline, **pays)}."]
+    return [
+        f"dynamic mode {versus_each(loaders, LOADER, **pays)}, and {versus_each(same, pipeline, **pays)}."
+    ]
 
 
 @dataclass(frozen=True)
@@ -411,8 +460,11 @@ def findings(results_dir: Path = RESULTS) -> list[Finding]:
     """A finding per notebook of :data:`NOTEBOOKS`, then one per other registered notebook that
     a record holds (:func:`writers`), written from the records of ``results_dir``."""
     chosen = newest_gpu_first(results_dir)
-    return [find(topic, write, chosen) for name, (topic, write) in writers(results_dir).items()
-            if name in NOTEBOOKS or name in chosen]
+    return [
+        find(topic, write, chosen)
+        for name, (topic, write) in writers(results_dir).items()
+        if name in NOTEBOOKS or name in chosen
+    ]
 
 
 def answer(results_dir: Path = RESULTS) -> Finding:
@@ -431,8 +483,10 @@ def render_findings(results_dir: Path = RESULTS, prefix: str = "") -> str:
         machines.setdefault(machine_heading(record.machine), []).append(f"[{name}]({prefix}results/{name})")
     sources = "; ".join(f"{', '.join(links)} ({machine})" for machine, links in machines.items())
     first = f"**{short.topic}:** {short.text}"
-    how = ("Ratios: the first-named rate over the other, 95% interval in brackets; \"faster\" or "
-           "\"slower\" only when the interval excludes 1. Records: each notebook's newest with a GPU, "
-           f"else without: {sources}.")
+    how = (
+        'Ratios: the first-named rate over the other, 95% interval in brackets; "faster" or '
+        '"slower" only when the interval excludes 1. Records: each notebook\'s newest with a GPU, '
+        f"else without: {sources}."
+    )
     outro = "Generated by `python -m tools.results_table`."
     return "\n\n".join([first, how, "\n".join(f.line(prefix) for f in found), outro])

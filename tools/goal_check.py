@@ -27,6 +27,8 @@ def goal_problems(goal: dict[str, Any]) -> list[str]:
     if not low <= goal["ratio"] <= high:
         problems.append(f"ratio {goal['ratio']:.3g} lies outside its interval [{low:.3g}, {high:.3g}]")
     if goal["verdict"] is not None and goal["verdict"] != expected:
-        problems.append(f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
-                        f"the goal {goal['goal']:g} says {expected!r}")
+        problems.append(
+            f"verdict {goal['verdict']!r}, but the interval [{low:.3g}, {high:.3g}] against "
+            f"the goal {goal['goal']:g} says {expected!r}"
+        )
     return problems

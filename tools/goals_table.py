@@ -29,16 +29,20 @@ def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str
     low, high = goal["ci95"]
     count = f"{goal['launches']} launches" if "launches" in goal else f"{goal['trials']} trials"
     verdict = goal["verdict"] or "not judged: the run's processes were on the CPU"
-    return (f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
-            f"{verdict} | {count} |")
+    return (
+        f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
+        f"{verdict} | {count} |"
+    )
 
 
 def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
     """The goals of each notebook in the newest record of a machine with a GPU that holds it
     (Markdown)."""
     newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
-    lines = ["| Goal | target | measured | 95% interval | verdict | trials |",
-             "|---|---:|---:|---:|---|---:|"]
+    lines = [
+        "| Goal | target | measured | 95% interval | verdict | trials |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
     if not newest:
         return "\n".join([*lines, "| no record of a GPU machine in results/ | — | — | — | — | — |"])
     for notebook, record in sorted(newest.items()):
@@ -46,21 +50,31 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
         if not goals:
             lines.append(f"| {notebook[:2]} · no goals recorded | — | — | — | — | — |")
             continue
-        lines += [_goal_row(notebook, name, goal, f"{record.name}, {notebook}")
-                  for name, goal in goals.items()]
+        lines += [
+            _goal_row(notebook, name, goal, f"{record.name}, {notebook}") for name, goal in goals.items()
+        ]
     # goals that only a record without a GPU holds: stated, never judged here
     elsewhere = newest_per_notebook([r for r in records(results_dir) if not r.has_gpu])
     for notebook, record in sorted(elsewhere.items()):
         if notebook in newest:
             continue
         for name, goal in (record.notebooks[notebook].results.get("goals") or {}).items():
-            lines.append(f"| {notebook[:2]} · {name} | >= {goal['goal']:g}x | — | — | not judged: no "
-                         "GPU run of this notebook's current version | — |")
+            lines.append(
+                f"| {notebook[:2]} · {name} | >= {goal['goal']:g}x | — | — | not judged: no "
+                "GPU run of this notebook's current version | — |"
+            )
     lines[2:] = sorted(lines[2:], key=lambda row: row[2:4])  # in notebook order
-    sources = {record.name: f"[{record.name}]({prefix}results/{record.name}) "
-                            f"({column_heading(record, ', {}')})" for record in newest.values()}
-    lines += ["", (f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
-                   f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
-                   "its ratio clears the target, not met when the interval lies below it, "
-                   f"inconclusive otherwise. {GENERATED}")]
+    sources = {
+        record.name: f"[{record.name}]({prefix}results/{record.name}) ({column_heading(record, ', {}')})"
+        for record in newest.values()
+    }
+    lines += [
+        "",
+        (
+            f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
+            f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
+            "its ratio clears the target, not met when the interval lies below it, "
+            f"inconclusive otherwise. {GENERATED}"
+        ),
+    ]
     return "\n".join(lines)

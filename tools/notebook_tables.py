@@ -74,18 +74,23 @@ def _metadata(notebooks_dir: Path) -> dict[str, dict[str, Any]]:
 
 def fill_label(template: str, entry: NotebookEntry, where: str) -> str:
     """``template`` with its fields from the entry's recorded parameters, then its results."""
-    values = {**{k: v for k, v in entry.results.items() if not isinstance(v, (dict, list))},
-              **entry.parameters}
+    values = {
+        **{k: v for k, v in entry.results.items() if not isinstance(v, (dict, list))},
+        **entry.parameters,
+    }
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     missing = [f for f in fields if f not in values]
     if missing:
-        raise ValueError(f"{where}: the label {template!r} needs {', '.join(missing)}, which this record's "
-                         "parameters and results do not hold")
+        raise ValueError(
+            f"{where}: the label {template!r} needs {', '.join(missing)}, which this record's "
+            "parameters and results do not hold"
+        )
     return template.format(**values)
 
 
-def _label(notebook: str, key: str, entry: NotebookEntry, specs: dict[str, dict[str, Any]],
-           where: str) -> tuple[str, str]:
+def _label(
+    notebook: str, key: str, entry: NotebookEntry, specs: dict[str, dict[str, Any]], where: str
+) -> tuple[str, str]:
     if key in specs:
         spec = specs[key]
         return fill_label(spec["label"], entry, where), spec.get("format", DEFAULT_FORMAT)
@@ -140,15 +145,22 @@ def columns_of(results_dir: Path) -> list[Column]:
     found = records(results_dir)
     headings = [column_heading(record) for record in found]
     # two records of alike machines on one day (another machine of the same kind): the file tells them apart
-    return [Column(heading if headings.count(heading) == 1
-                   else column_heading(record, f" ({{}}, {record.name})"), record)
-            for record, heading in zip(found, headings, strict=True)]
+    return [
+        Column(
+            heading if headings.count(heading) == 1 else column_heading(record, f" ({{}}, {record.name})"),
+            record,
+        )
+        for record, heading in zip(found, headings, strict=True)
+    ]
 
 
 def notebook_columns(notebook: str, columns: list[Column]) -> list[Column]:
     """The columns of the records that hold some headline figure of ``notebook``: no empty column."""
-    return [c for c in columns
-            if c.entry(notebook) and any(v is not None for v in c.entry(notebook).headline.values())]
+    return [
+        c
+        for c in columns
+        if c.entry(notebook) and any(v is not None for v in c.entry(notebook).headline.values())
+    ]
 
 
 def render_notebook_table(notebook: str, results_dir: Path = RESULTS) -> str:
@@ -183,11 +195,12 @@ def render_notebook_tables(results_dir: Path = RESULTS, prefix: str = "") -> str
         if not table:
             parts.append(f"{link}: no record in `results/` holds its figures yet.")
             continue
-        parts += ['<div class="results-table" markdown>', table, "</div>",
-                  f"{link}, from {sources}."]
-    parts.append("Each table is one notebook; each column one record that holds it, oldest first: every "
-                 "cell is its `notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with "
-                 "its 95% interval in brackets where the record holds one). A heading names the machine, "
-                 "and the scale and device the record says the notebook ran with "
-                 f"(`notebooks.<notebook>.run`). {GENERATED}")
+        parts += ['<div class="results-table" markdown>', table, "</div>", f"{link}, from {sources}."]
+    parts.append(
+        "Each table is one notebook; each column one record that holds it, oldest first: every "
+        "cell is its `notebooks.<notebook>.headline.<key>` value (a rate over trials; a ratio with "
+        "its 95% interval in brackets where the record holds one). A heading names the machine, "
+        "and the scale and device the record says the notebook ran with "
+        f"(`notebooks.<notebook>.run`). {GENERATED}"
+    )
     return "\n\n".join(parts)

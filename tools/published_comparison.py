@@ -22,19 +22,39 @@ from tools.records import records
 # figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
 # key in a record, what it is); rates, then ratios
 PUBLISHED_RATES = [
-    ("01-getting-started", "cpu_decode_img_s_4_threads", "cpu_decode_img_s",
-     "images/s for CPU decoding in 01"),
-    ("01-getting-started", "gpu_decode_img_s_4_threads", "gpu_decode_img_s",
-     "images/s for GPU decoding in 01 (default `hw_decoder_load`)"),
+    (
+        "01-getting-started",
+        "cpu_decode_img_s_4_threads",
+        "cpu_decode_img_s",
+        "images/s for CPU decoding in 01",
+    ),
+    (
+        "01-getting-started",
+        "gpu_decode_img_s_4_threads",
+        "gpu_decode_img_s",
+        "images/s for GPU decoding in 01 (default `hw_decoder_load`)",
+    ),
     ("02-capture-mode", "eager_samples_per_s", "eager_samples_per_s", "samples/s for eager training in 02"),
-    ("02-capture-mode", "capture_samples_per_s", "capture_samples_per_s",
-     "samples/s for capture training in 02"),
+    (
+        "02-capture-mode",
+        "capture_samples_per_s",
+        "capture_samples_per_s",
+        "samples/s for capture training in 02",
+    ),
 ]
 PUBLISHED_RATIOS = [
-    ("01-getting-started", "gpu_over_cpu_4_threads", "gpu_over_cpu",
-     "the GPU decodes {} as fast as the CPU at 4 threads"),
-    ("02-capture-mode", "capture_over_eager", "capture_over_eager",
-     "capture mode trains {} as fast as eager mode"),
+    (
+        "01-getting-started",
+        "gpu_over_cpu_4_threads",
+        "gpu_over_cpu",
+        "the GPU decodes {} as fast as the CPU at 4 threads",
+    ),
+    (
+        "02-capture-mode",
+        "capture_over_eager",
+        "capture_over_eager",
+        "capture mode trains {} as fast as eager mode",
+    ),
 ]
 
 
@@ -49,8 +69,11 @@ def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str
     labels = headline_labels(results_dir.parent / "notebooks")
     ours = {(n, seed_key): key for n, seed_key, key, _ in [*PUBLISHED_RATES, *PUBLISHED_RATIOS]}
     used = {newest[n].name: newest[n] for n in seed if n in newest}
-    heading = (column_heading(next(iter(used.values()))) if len(used) == 1
-               else "this suite, the newest record of a machine with a GPU")
+    heading = (
+        column_heading(next(iter(used.values())))
+        if len(used) == 1
+        else "this suite, the newest record of a machine with a GPU"
+    )
     lines = [f"| Figure | DALI's tutorials, as published | {heading} |", "|---|---:|---:|"]
     for notebook in sorted(seed):
         for seed_key, published in seed[notebook].get("headline", {}).items():
@@ -61,8 +84,7 @@ def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str
             entry = newest[notebook].notebooks[notebook] if notebook in newest else None
             if key is not None and entry and entry.headline.get(key) is not None:
                 spec = labels.get(notebook, {}).get(key, {})
-                measured = format_cell(spec.get("format", fmt), entry.headline[key],
-                                       interval_of(entry, spec))
+                measured = format_cell(spec.get("format", fmt), entry.headline[key], interval_of(entry, spec))
             lines.append(f"| {notebook[:2]} · {label} | {fmt.format(published)} | {measured} |")
     sources = "; ".join(f"[{name}]({prefix}results/{name})" for name in [SEED, *used])
     lines += ["", f"From {sources}. {GENERATED}"]
@@ -78,8 +100,10 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
     newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
     notebooks = {n for n, *_ in PUBLISHED_RATES}
     if not seed_path.is_file() or not notebooks <= set(newest):
-        return ("No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
-                "the published figures.")
+        return (
+            "No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
+            "the published figures."
+        )
     seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
     labels = headline_labels(results_dir.parent / "notebooks")
 
@@ -96,10 +120,13 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
         pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
     dates = sorted({newest[n].date for n in notebooks})
     files = sorted({newest[n].name for n in notebooks})
-    lines = [render_published_table(results_dir, prefix), "",
-             f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
-             f"{max(quotients):.1f} times {'below' if lower else 'apart from'} \"DALI's tutorials, as "
-             "published\" for the same figures: " + "; ".join(pairs) + "."]
+    lines = [
+        render_published_table(results_dir, prefix),
+        "",
+        f"The GPU column ({', '.join(files)}, {', '.join(dates)}) reads {min(quotients):.1f} to "
+        f"{max(quotients):.1f} times {'below' if lower else 'apart from'} \"DALI's tutorials, as "
+        'published" for the same figures: ' + "; ".join(pairs) + ".",
+    ]
     ratios, apart = [], []
     for notebook, seed_key, key, what in PUBLISHED_RATIOS:
         value, entry = measured(notebook, key)

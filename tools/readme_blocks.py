@@ -31,8 +31,9 @@ def replace_block(text: str, name: str, body: str, where: str = "the text") -> s
     """``text`` with the block ``name`` holding ``body``; a missing block is an error."""
     start, end = markers(name)
     if start not in text or end not in text.split(start, 1)[1]:
-        raise ValueError(f"{where} has no {start} ... {end} block: add the two lines where the "
-                         "generated table goes")
+        raise ValueError(
+            f"{where} has no {start} ... {end} block: add the two lines where the generated table goes"
+        )
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body.strip()}\n{end}{tail}"
@@ -65,9 +66,15 @@ Blocks = Mapping[str, Callable[[], str]]
 Update = Callable[..., int]
 
 
-def main(argv: Sequence[str] | None, *, blocks: Blocks, command: str, description: str,
-         pages: Mapping[str, tuple[Path, Blocks]] | None = None,
-         others: Mapping[str, tuple[Path, Update]] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None,
+    *,
+    blocks: Blocks,
+    command: str,
+    description: str,
+    pages: Mapping[str, tuple[Path, Blocks]] | None = None,
+    others: Mapping[str, tuple[Path, Update]] | None = None,
+) -> int:
     """The command line of generated blocks: rewrite them in README.md (``blocks``) and in the
     other pages (``pages``: ``{option: (default path, blocks)}``, each page's path an option
     ``--<option>``), and the targets of ``others`` (``{option: (default path, update)}``, such as
@@ -79,11 +86,14 @@ def main(argv: Sequence[str] | None, *, blocks: Blocks, command: str, descriptio
     for option, (default, _) in {**(pages or {}), **(others or {})}.items():
         parser.add_argument(f"--{option}", type=Path, default=default, help=f"default: {default.name}")
     args = parser.parse_args(argv)
-    targets = [(args.readme, blocks)] + [(getattr(args, option.replace("-", "_")), page_blocks)
-                                         for option, (_, page_blocks) in (pages or {}).items()]
+    targets = [(args.readme, blocks)] + [
+        (getattr(args, option.replace("-", "_")), page_blocks)
+        for option, (_, page_blocks) in (pages or {}).items()
+    ]
     try:
-        rendered = [(path, {name: render() for name, render in page_blocks.items()})
-                    for path, page_blocks in targets]
+        rendered = [
+            (path, {name: render() for name, render in page_blocks.items()}) for path, page_blocks in targets
+        ]
     except ValueError as err:
         print(f"{command}: {err}", file=sys.stderr)
         return 1

@@ -33,8 +33,9 @@ MAX_LINES = 40
 ALLOWED = ("nvidia", "torch", "torchvision", "numpy")  # and the standard library
 SETTING = re.compile(r"^([A-Z][A-Z0-9_]*) = (.+)$")
 # the first lines of every recipe's script: the suite is not there to import
-NO_SUITE = ("import sys\n"
-            "sys.modules.update(helpers=None, tools=None)  # as in a project without this repository\n")
+NO_SUITE = (
+    "import sys\nsys.modules.update(helpers=None, tools=None)  # as in a project without this repository\n"
+)
 REPORT = "__recipe_report__"
 
 
@@ -79,19 +80,18 @@ class Recipe:
         found = []
         if len(self.lines) > MAX_LINES:
             found.append(f"{len(self.lines)} non-blank lines (at most {MAX_LINES})")
-        foreign = sorted(m for m in self.imports()
-                         if m not in ALLOWED and m not in sys.stdlib_module_names)
+        foreign = sorted(m for m in self.imports() if m not in ALLOWED and m not in sys.stdlib_module_names)
         if foreign:
-            found.append(f"imports {foreign} (only DALI, torch, torchvision, numpy and the "
-                         "standard library)")
+            found.append(f"imports {foreign} (only DALI, torch, torchvision, numpy and the standard library)")
         if not self.settings:
             found.append("no settings (UPPERCASE_NAME = value lines) at its top")
         for name, expression in self.settings.items():
-            foreign = sorted(_names(expression) - self.imported_names() - set(self.settings)
-                             - BUILTINS)
+            foreign = sorted(_names(expression) - self.imported_names() - set(self.settings) - BUILTINS)
             if foreign:
-                found.append(f"setting {name} reads {foreign}: a setting is a literal or an "
-                             "expression of the recipe's own imports, never a notebook's variable")
+                found.append(
+                    f"setting {name} reads {foreign}: a setting is a literal or an "
+                    "expression of the recipe's own imports, never a notebook's variable"
+                )
         return found
 
     def imported_names(self) -> set[str]:
@@ -108,14 +108,18 @@ BUILTINS = {"True", "False", "None", "str", "int", "float", "tuple", "len", "min
 
 def _names(expression: str) -> set[str]:
     """The free names an expression reads (``a.b(c)`` reads a and c)."""
-    return {node.id for node in ast.walk(ast.parse(expression.strip(), mode="eval"))
-            if isinstance(node, ast.Name)}
+    return {
+        node.id for node in ast.walk(ast.parse(expression.strip(), mode="eval")) if isinstance(node, ast.Name)
+    }
 
 
 def recipe(notebook: Path) -> Recipe | None:
     """The notebook's recipe cell (None: it has none); two are an error."""
-    cells = [c for c in nbformat.read(notebook, as_version=4).cells
-             if c.cell_type == "code" and TAG in c.metadata.get("tags", [])]
+    cells = [
+        c
+        for c in nbformat.read(notebook, as_version=4).cells
+        if c.cell_type == "code" and TAG in c.metadata.get("tags", [])
+    ]
     if len(cells) > 1:
         raise RecipeError(f"{notebook.name}: {len(cells)} cells tagged {TAG!r}; a notebook has one recipe")
     return Recipe(notebook, cells[0].source) if cells else None
@@ -126,8 +130,9 @@ def script(found: Recipe, settings: dict[str, Any], report: dict[str, str]) -> s
     those values (``repr``), then lines that print ``report``'s expressions as one JSON object."""
     unknown = sorted(set(settings) - set(found.settings))
     if unknown:
-        raise RecipeError(f"{found.notebook.name}: its recipe has no setting {unknown}; "
-                          f"it has {sorted(found.settings)}")
+        raise RecipeError(
+            f"{found.notebook.name}: its recipe has no setting {unknown}; it has {sorted(found.settings)}"
+        )
     lines = []
     for line in found.source.splitlines():
         match = SETTING.match(line)
@@ -135,20 +140,37 @@ def script(found: Recipe, settings: dict[str, Any], report: dict[str, str]) -> s
             line = f"{match.group(1)} = {settings[match.group(1)]!r}"
         lines.append(line)
     shown = ", ".join(f"{key!r}: {expression}" for key, expression in report.items())
-    return (NO_SUITE + "\n".join(lines)
-            + f"\n\nimport json as _json\nprint({REPORT!r}, _json.dumps({{{shown}}}, default=str))\n")
+    return (
+        NO_SUITE
+        + "\n".join(lines)
+        + f"\n\nimport json as _json\nprint({REPORT!r}, _json.dumps({{{shown}}}, default=str))\n"
+    )
 
 
-def run(found: Recipe, settings: dict[str, Any], report: dict[str, str], workdir: Path,
-        timeout: float = 600, env: dict[str, str] | None = None) -> dict[str, Any]:
+def run(
+    found: Recipe,
+    settings: dict[str, Any],
+    report: dict[str, str],
+    workdir: Path,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run the recipe with ``settings`` in a fresh process in ``workdir``; return ``report``
     evaluated in its namespace. A failure raises with the recipe's own output."""
     path = workdir / f"recipe_{found.notebook.stem[:2]}.py"
     path.write_text(script(found, settings, report))
-    done = subprocess.run([sys.executable, path.name], cwd=workdir, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, path.name],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith(REPORT)]
     if done.returncode or not lines:
-        raise AssertionError(f"{found.notebook.name}'s recipe failed (exit {done.returncode}):\n"
-                             f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-    return json.loads(lines[-1][len(REPORT):])
+        raise AssertionError(
+            f"{found.notebook.name}'s recipe failed (exit {done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        )
+    return json.loads(lines[-1][len(REPORT) :])

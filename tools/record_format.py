@@ -85,12 +85,16 @@ class RunLog:
     def read(cls, run_dir: Path) -> RunLog:
         path = run_dir / cls.FILE
         if not path.is_file():
-            raise RecordError(f"{path} is missing: a record states how each notebook was run, which "
-                              "`python -m tools.suite run` writes there")
+            raise RecordError(
+                f"{path} is missing: a record states how each notebook was run, which "
+                "`python -m tools.suite run` writes there"
+            )
         runner = "`python -m tools.suite run`"
         data = _fields(cls, _read_json(path), str(path), runner)
-        data["notebooks"] = {name: LoggedNotebook(**_fields(LoggedNotebook, entry, f"{path}: {name}", runner))
-                             for name, entry in data.get("notebooks", {}).items()}
+        data["notebooks"] = {
+            name: LoggedNotebook(**_fields(LoggedNotebook, entry, f"{path}: {name}", runner))
+            for name, entry in data.get("notebooks", {}).items()
+        }
         return cls(**data)
 
     def write(self, run_dir: Path) -> Path:
@@ -109,10 +113,15 @@ class RunFacts:
     commit: str
 
     def __post_init__(self) -> None:
-        if self.scale not in SCALES or self.device_asked not in DEVICES_ASKED or \
-                self.device not in ("cpu", "gpu"):
-            raise RecordError(f"run facts out of range: scale {self.scale!r} (one of {SCALES}), "
-                              f"device_asked {self.device_asked!r}, device {self.device!r} (cpu or gpu)")
+        if (
+            self.scale not in SCALES
+            or self.device_asked not in DEVICES_ASKED
+            or self.device not in ("cpu", "gpu")
+        ):
+            raise RecordError(
+                f"run facts out of range: scale {self.scale!r} (one of {SCALES}), "
+                f"device_asked {self.device_asked!r}, device {self.device!r} (cpu or gpu)"
+            )
 
 
 @dataclass
@@ -168,13 +177,26 @@ class Record:
         for document in saved:
             logged = log.notebooks.get(document.notebook)
             if logged is None:
-                raise RecordError(f"{run_dir / RunLog.FILE} says nothing of {document.notebook}: "
-                                  "gather only the folders of `python -m tools.suite run`")
-            run = RunFacts(log.scale, log.device_asked, str(document.parameters.get("device")),
-                           logged.parameters, logged.command, logged.commit)
-            notebooks[document.notebook] = NotebookEntry(document.created, document.parameters,
-                                                         document.headline, document.results,
-                                                         logged.seconds, run)
+                raise RecordError(
+                    f"{run_dir / RunLog.FILE} says nothing of {document.notebook}: "
+                    "gather only the folders of `python -m tools.suite run`"
+                )
+            run = RunFacts(
+                log.scale,
+                log.device_asked,
+                str(document.parameters.get("device")),
+                logged.parameters,
+                logged.command,
+                logged.commit,
+            )
+            notebooks[document.notebook] = NotebookEntry(
+                document.created,
+                document.parameters,
+                document.headline,
+                document.results,
+                logged.seconds,
+                run,
+            )
         return cls(saved[0].machine, min(d.created for d in saved)[:10], notebooks)
 
     def write(self, path: Path) -> Path:
@@ -193,6 +215,7 @@ class Record:
 
     def recorded_at(self) -> dt.datetime:
         """When the record was made: the latest ``created`` of its notebooks."""
-        times = [dt.datetime.fromisoformat(e.created) for e in self.notebooks.values()] or \
-            [dt.datetime.fromisoformat(self.date)]
+        times = [dt.datetime.fromisoformat(e.created) for e in self.notebooks.values()] or [
+            dt.datetime.fromisoformat(self.date)
+        ]
         return max(t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc) for t in times)

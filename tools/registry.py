@@ -109,10 +109,16 @@ def read(path: Path) -> Notebook:
         raise RegistryError(
             f"{path.name}: metadata[{KEY!r}] lacks {', '.join(missing)}; the notebook's registry entry "
             f"is read from there (tools/registry.py): add {', '.join(REQUIRED_TEXT)} (text) and scales "
-            f'({{"ci": {{...}}, "bench": {{...}}}}: the runner\'s parameters of each scale)')
-    return Notebook(path=path, title=str(meta["title"]), learn=str(meta["learn"]),
-                    needs_gpu=str(meta["needs_gpu"]), scales={k: dict(v) for k, v in scales.items()},
-                    headline=dict(headline))
+            f'({{"ci": {{...}}, "bench": {{...}}}}: the runner\'s parameters of each scale)'
+        )
+    return Notebook(
+        path=path,
+        title=str(meta["title"]),
+        learn=str(meta["learn"]),
+        needs_gpu=str(meta["needs_gpu"]),
+        scales={k: dict(v) for k, v in scales.items()},
+        headline=dict(headline),
+    )
 
 
 def notebooks(root: Path = REPO_ROOT) -> list[Notebook]:

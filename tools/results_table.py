@@ -51,9 +51,11 @@ PAGE_PREFIX = "../../"
 
 # what this command writes: the README's block, and the results page's blocks (with the page's links)
 README_BLOCKS = {findings.BLOCK: findings.render_findings}
-PAGE_BLOCKS = {GOALS_BLOCK: lambda: render_goals_table(prefix=PAGE_PREFIX),
-               TABLES_BLOCK: lambda: render_notebook_tables(prefix=PAGE_PREFIX),
-               PUBLISHED_BLOCK: lambda: render_published_comparison(prefix=PAGE_PREFIX)}
+PAGE_BLOCKS = {
+    GOALS_BLOCK: lambda: render_goals_table(prefix=PAGE_PREFIX),
+    TABLES_BLOCK: lambda: render_notebook_tables(prefix=PAGE_PREFIX),
+    PUBLISHED_BLOCK: lambda: render_published_comparison(prefix=PAGE_PREFIX),
+}
 # the bottleneck page's table, from the newest GPU record that holds notebook 07 (no links)
 BOTTLENECK_BLOCKS = {bottleneck_table.BLOCK: bottleneck_table.render_bottleneck_table}
 # and each notebook's bottom-line cell (tools.bottom_lines), in the notebooks of --notebooks
@@ -61,11 +63,17 @@ OTHERS = {"notebooks": (bottom_lines.NOTEBOOKS_DIR, bottom_lines.update)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return readme_blocks.main(argv, blocks=README_BLOCKS, command="python -m tools.results_table",
-                              description=__doc__.split("\n")[0],
-                              pages={"results-page": (RESULTS_PAGE, PAGE_BLOCKS),
-                                     "bottleneck-page": (bottleneck_table.PAGE, BOTTLENECK_BLOCKS)},
-                              others=OTHERS)
+    return readme_blocks.main(
+        argv,
+        blocks=README_BLOCKS,
+        command="python -m tools.results_table",
+        description=__doc__.split("\n")[0],
+        pages={
+            "results-page": (RESULTS_PAGE, PAGE_BLOCKS),
+            "bottleneck-page": (bottleneck_table.PAGE, BOTTLENECK_BLOCKS),
+        },
+        others=OTHERS,
+    )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,10 @@ class NotebookRun:
 def _describe_failure(error: Exception) -> str:
     if isinstance(error, PapermillExecutionError):
         source = error.source.strip().splitlines()
-        return (f"cell {error.cell_index} (In [{error.exec_count}]: "
-                f"{source[0] if source else ''!s}...) raised {error.ename}: {error.evalue}")
+        return (
+            f"cell {error.cell_index} (In [{error.exec_count}]: "
+            f"{source[0] if source else ''!s}...) raised {error.ename}: {error.evalue}"
+        )
     return f"{type(error).__name__}: {error}"
 
 
@@ -73,8 +75,9 @@ def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
     """The path papermill reads: the notebook itself, or, when it carries a stale injected
     cell, a cleaned copy in the run folder."""
     node = nbformat.read(notebook, as_version=4)
-    if not any(INJECTED_TAG in c.metadata.get("tags", []) for c in node.cells) and \
-            not node.metadata.get("papermill", {}).get("parameters"):
+    if not any(INJECTED_TAG in c.metadata.get("tags", []) for c in node.cells) and not node.metadata.get(
+        "papermill", {}
+    ).get("parameters"):
         return notebook
     clean = out_dir / "sources" / notebook.name
     clean.parent.mkdir(parents=True, exist_ok=True)
@@ -97,8 +100,9 @@ def _record_paths(executed: Path, notebook: Path) -> None:
     """papermill records the paths it was given, and warnings name the files of installed
     packages; keep both free of this machine's folders."""
     node = nbformat.read(executed, as_version=4)
-    node.metadata.setdefault("papermill", {}).update(input_path=relative(notebook),
-                                                     output_path=relative(executed))
+    node.metadata.setdefault("papermill", {}).update(
+        input_path=relative(notebook), output_path=relative(executed)
+    )
     for cell in node.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
@@ -125,18 +129,24 @@ def kernel_with_results_folder(folder: Path) -> type[AsyncKernelManager]:
 def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> NotebookRun:
     """Execute one notebook into ``out_dir``; an error is recorded, not raised."""
     out_dir = out_dir.resolve()  # the kernel runs in the notebook's folder: hand it no relative path
-    run = NotebookRun(notebook.stem, out_dir / "notebooks" / notebook.name,
-                      out_dir / "results" / f"{notebook.stem}.json")
+    run = NotebookRun(
+        notebook.stem, out_dir / "notebooks" / notebook.name, out_dir / "results" / f"{notebook.stem}.json"
+    )
     run.executed.parent.mkdir(parents=True, exist_ok=True)
     run.results_file.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
         check_known(declared_parameters(notebook), parameters, notebook.name)
-        papermill.execute_notebook(_source_for_papermill(notebook, out_dir), run.executed,
-                                   parameters=parameters, cwd=notebook.parent,
-                                   kernel_name=KERNEL, progress_bar=False,
-                                   extra_arguments=KERNEL_ARGUMENTS,
-                                   kernel_manager_class=kernel_with_results_folder(run.results_file.parent))
+        papermill.execute_notebook(
+            _source_for_papermill(notebook, out_dir),
+            run.executed,
+            parameters=parameters,
+            cwd=notebook.parent,
+            kernel_name=KERNEL,
+            progress_bar=False,
+            extra_arguments=KERNEL_ARGUMENTS,
+            kernel_manager_class=kernel_with_results_folder(run.results_file.parent),
+        )
         run.results = NotebookResults.read(run.results_file)
     except ParameterError as error:
         run.error = str(error)
@@ -159,16 +169,19 @@ def summary(runs: list[NotebookRun], out_dir: Path) -> str:
     lines = [f"\n{'notebook':<22} {'status':<7} {'time':>7}  headline"]
     for run in runs:
         status = "ok" if run.ok else "FAILED"
-        headline = ", ".join(f"{k} {_format_value(v)}" for k, v in
-                             (run.results.headline if run.results else {}).items())
+        headline = ", ".join(
+            f"{k} {_format_value(v)}" for k, v in (run.results.headline if run.results else {}).items()
+        )
         lines.append(f"{run.name:<22} {status:<7} {run.seconds:>6.0f}s  {headline}")
         if not run.ok:
             lines.append(f"    {run.error}")
             lines.append(f"    executed copy kept for inspection: {relative(run.executed)}")
     machine = next((r.results.machine for r in runs if r.results), None)
     if machine:
-        lines.append(f"\nmachine: {machine.get('gpu') or 'no GPU'}; CPU {machine['cpu']} "
-                     f"x{machine['cpu_count']}; DALI {machine['dali']}, torch {machine['torch']}")
+        lines.append(
+            f"\nmachine: {machine.get('gpu') or 'no GPU'}; CPU {machine['cpu']} "
+            f"x{machine['cpu_count']}; DALI {machine['dali']}, torch {machine['torch']}"
+        )
     lines.append(f"executed notebooks: {relative(out_dir / 'notebooks')}")
     lines.append(f"results JSON:       {relative(out_dir / 'results')}")
     return "\n".join(lines)
@@ -200,8 +213,13 @@ def git_commit(root: Path = REPO_ROOT) -> str:
     if named := os.environ.get(COMMIT_VARIABLE, "").strip():
         return named
     try:
-        return subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=40"],
-                              capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=40"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -239,21 +257,32 @@ def expected_time(chosen: list[Path], device: str, scale: str) -> str | None:
     if device == "auto":
         device = resolve_device("auto")
     column = runtimes()[device == "gpu"]
-    timed = {n.stem: column[n.stem] for n in chosen
-             if n.stem in column and column[n.stem].notebooks[n.stem].seconds}
+    timed = {
+        n.stem: column[n.stem]
+        for n in chosen
+        if n.stem in column and column[n.stem].notebooks[n.stem].seconds
+    }
     if not timed:
         return None
     known = [record.notebooks[name].seconds for name, record in timed.items()]
     machines = " and ".join(sorted({machine_heading(record.machine) for record in timed.values()}))
     missing = len(chosen) - len(known)
-    return (f"expected: about {duration(sum(known))} for {len(known)} notebook(s), as the newest "
-            f"full-scale records took on {machines}"
-            + (f" ({missing} never recorded there)" if missing else "")
-            + "; a machine with fewer or slower cores takes longer")
+    return (
+        f"expected: about {duration(sum(known))} for {len(known)} notebook(s), as the newest "
+        f"full-scale records took on {machines}"
+        + (f" ({missing} never recorded there)" if missing else "")
+        + "; a machine with fewer or slower cores takes longer"
+    )
 
 
-def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = None,
-              command: str | None = None, jobs: int = 1) -> list[NotebookRun]:
+def run_suite(
+    device: str,
+    scale: str,
+    out_dir: Path,
+    only: list[str] | None = None,
+    command: str | None = None,
+    jobs: int = 1,
+) -> list[NotebookRun]:
     """Run the notebooks into ``out_dir``, ``jobs`` at a time (1 for any run whose figures are
     kept: notebooks side by side share the machine); ``run.json`` there records how (scale,
     device, command, commit) and, as each one finishes, its parameters, wall time and status.
@@ -289,7 +318,8 @@ def run_suite(device: str, scale: str, out_dir: Path, only: list[str] | None = N
         for done in as_completed(started):
             notebook, run = started[done], done.result()
             runs[notebook] = run
-            log.notebooks[run.name] = LoggedNotebook(round(run.seconds, 1), run.ok, run.error,
-                                                     parameters[notebook], **facts)
+            log.notebooks[run.name] = LoggedNotebook(
+                round(run.seconds, 1), run.ok, run.error, parameters[notebook], **facts
+            )
             log.write(out_dir)
     return [runs[notebook] for notebook in chosen]

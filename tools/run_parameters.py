@@ -67,15 +67,19 @@ def parameters_for(notebook: Path, scale: str, device: str) -> dict[str, Any]:
             raise SystemExit(
                 f"{notebook.name} has no parameters for scale {scale!r}: add them to its metadata "
                 f'as "dali_tutorials": {{"scales": {{"{scale}": {{...}}}}}} (scales it has: '
-                f"{', '.join(sorted(scales)) or 'none'})")
+                f"{', '.join(sorted(scales)) or 'none'})"
+            )
         parameters = dict(scales[scale])
     if device != "auto":
         parameters["device"] = device
     defaults = declared_parameters(notebook)
     if defaults.get("device") == "auto":
         defaults["device"] = resolve_device("auto")
-    return {name: value for name, value in parameters.items()
-            if name not in defaults or defaults[name] != value or type(defaults[name]) is not type(value)}
+    return {
+        name: value
+        for name, value in parameters.items()
+        if name not in defaults or defaults[name] != value or type(defaults[name]) is not type(value)
+    }
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:

@@ -38,20 +38,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("run", "bench", "record", "copy"))
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "gpu"))
-    parser.add_argument("--scale", default=None, choices=SCALES,
-                        help="parameter set (default: full for run, bench for bench; copy: none injected)")
+    parser.add_argument(
+        "--scale",
+        default=None,
+        choices=SCALES,
+        help="parameter set (default: full for run, bench for bench; copy: none injected)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: new)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="run: notebooks at a time (default 1; more only at scale ci: notebooks side "
-                             "by side share the machine, so their timings are not kept)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="run: notebooks at a time (default 1; more only at scale ci: notebooks side "
+        "by side share the machine, so their timings are not kept)",
+    )
     parser.add_argument("--run", type=Path, help="record: the run folder to gather")
     parser.add_argument("--to", type=Path, help="record: the file to write; copy: the folder")
     parser.add_argument("--fresh", action="store_true", help="copy: replace existing copies")
-    parser.add_argument("--checked-only", action="store_true",
-                        help="copy: only the notebooks that have nbval-check-output cells")
-    parser.add_argument("--provenance", action="store_true",
-                        help="copy: a note first in each copy, where its stored outputs came from")
+    parser.add_argument(
+        "--checked-only",
+        action="store_true",
+        help="copy: only the notebooks that have nbval-check-output cells",
+    )
+    parser.add_argument(
+        "--provenance",
+        action="store_true",
+        help="copy: a note first in each copy, where its stored outputs came from",
+    )
     args = parser.parse_args(argv)
     if args.command == "record":
         if args.run is None:
@@ -73,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     out_dir = args.out or default_out_dir(args.command)
     if args.jobs < 1 or (args.jobs > 1 and (args.command == "bench" or scale != "ci")):
-        parser.error("--jobs N: N >= 1, and more than 1 only with `run --scale ci` (notebooks side by "
-                     "side share the machine: their timings would not be worth keeping)")
+        parser.error(
+            "--jobs N: N >= 1, and more than 1 only with `run --scale ci` (notebooks side by "
+            "side share the machine: their timings would not be worth keeping)"
+        )
     runs = run_suite(args.device, scale, out_dir, args.only, command_line(argv), args.jobs)
     print(summary(runs, out_dir))
     if args.command == "bench" and all(r.ok for r in runs):

@@ -88,33 +88,63 @@ class Setup:
     def parameters(self) -> dict[str, Any]:
         """What the record keeps: every parameter as resolved, the LMDB relative to the checkout
         (``data_path``), the records an epoch read (``epoch_records``), nothing of this machine."""
-        return {"data_path": self.source, "device": self.device, "records": self.records,
-                "epoch_records": self.epoch_records, "batch_sizes": list(self.batch_sizes),
-                "thread_counts": list(self.thread_counts), "dataloader_workers": list(self.workers),
-                "min_seconds": self.min_seconds, "selection_trials": self.selection_trials,
-                "trials": self.trials, "threads": self.threads,
-                "hw_decoder_loads": list(self.hw_decoder_loads),
-                "equal_data_batches": self.equal_data_batches, "learning_rate": self.learning_rate,
-                "seed": self.seed}
+        return {
+            "data_path": self.source,
+            "device": self.device,
+            "records": self.records,
+            "epoch_records": self.epoch_records,
+            "batch_sizes": list(self.batch_sizes),
+            "thread_counts": list(self.thread_counts),
+            "dataloader_workers": list(self.workers),
+            "min_seconds": self.min_seconds,
+            "selection_trials": self.selection_trials,
+            "trials": self.trials,
+            "threads": self.threads,
+            "hw_decoder_loads": list(self.hw_decoder_loads),
+            "equal_data_batches": self.equal_data_batches,
+            "learning_rate": self.learning_rate,
+            "seed": self.seed,
+        }
 
     def __str__(self) -> str:
-        return (f"{self.epoch_records:,} records per epoch (the first of {self.source_records:,} in "
-                f"{self.source}); device {self.device}; loader batches {list(self.batch_sizes)}, "
-                f"optimizer steps of {self.step_batch}; DataLoader workers tried: {list(self.workers)}")
+        return (
+            f"{self.epoch_records:,} records per epoch (the first of {self.source_records:,} in "
+            f"{self.source}); device {self.device}; loader batches {list(self.batch_sizes)}, "
+            f"optimizer steps of {self.step_batch}; DataLoader workers tried: {list(self.workers)}"
+        )
 
 
 def _hw_decoder_loads(values: Any) -> tuple[float, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in values):
-        raise ParameterError(f"parameter hw_decoder_loads must be a list of shares from 0 to 1 (the "
-                             f"share of the JPEGs for the hardware decoder), not {values!r}")
+    if (
+        isinstance(values, (str, bytes))
+        or not isinstance(values, Sequence)
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in values)
+    ):
+        raise ParameterError(
+            f"parameter hw_decoder_loads must be a list of shares from 0 to 1 (the "
+            f"share of the JPEGs for the hardware decoder), not {values!r}"
+        )
     return tuple(float(v) for v in values)
 
 
-def set_up(history: Sequence[str], *, data_path: str | None, device: str, records: int | None,
-           batch_sizes: Any, min_seconds: float | None, selection_trials: int, trials: int, threads: int,
-           thread_counts: Any, hw_decoder_loads: Any, dataloader_workers: Any, equal_data_batches: int,
-           learning_rate: float, seed: int) -> Setup:
+def set_up(
+    history: Sequence[str],
+    *,
+    data_path: str | None,
+    device: str,
+    records: int | None,
+    batch_sizes: Any,
+    min_seconds: float | None,
+    selection_trials: int,
+    trials: int,
+    threads: int,
+    thread_counts: Any,
+    hw_decoder_loads: Any,
+    dataloader_workers: Any,
+    equal_data_batches: int,
+    learning_rate: float,
+    seed: int,
+) -> Setup:
     """Notebook 03's set-up: unknown parameters refused (``history``: IPython's ``In``), each
     value checked (a ``ParameterError`` names a bad one and what to do), resolved for this machine
     (device, records, worker counts, a trial's least duration), and an epoch's records copied."""
@@ -122,8 +152,13 @@ def set_up(history: Sequence[str], *, data_path: str | None, device: str, record
     source = str(data_path or locate_data(verbose=False).mnist_training)
     device = resolve_device(device)
     records = records if records is not None else (15360 if device == "gpu" else 4096)
-    counts = dict(selection_trials=selection_trials, trials=trials, threads=threads,
-                  equal_data_batches=equal_data_batches, records=records)
+    counts = dict(
+        selection_trials=selection_trials,
+        trials=trials,
+        threads=threads,
+        equal_data_batches=equal_data_batches,
+        records=records,
+    )
     at_least(counts, dict.fromkeys(counts, 1))
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ParameterError(f"parameter seed must be a whole number >= 0, not {seed!r}")
@@ -135,27 +170,46 @@ def set_up(history: Sequence[str], *, data_path: str | None, device: str, record
         raise ParameterError(f"parameter {error}") from None
     batch_sizes = positive_ints("batch_sizes", batch_sizes)
     cores = os.cpu_count() or 1
-    workers = positive_ints("dataloader_workers", dataloader_workers
-                            or sorted({max(1, cores // 4), max(1, cores // 2), cores}))
+    workers = positive_ints(
+        "dataloader_workers", dataloader_workers or sorted({max(1, cores // 4), max(1, cores // 2), cores})
+    )
     if any(b % batch_sizes[0] for b in batch_sizes):
-        raise ParameterError(f"batch_sizes {batch_sizes}: every loader batch size must be a multiple "
-                             f"of the first ({batch_sizes[0]}), the optimizer's batch")
+        raise ParameterError(
+            f"batch_sizes {batch_sizes}: every loader batch size must be a multiple "
+            f"of the first ({batch_sizes[0]}), the optimizer's batch"
+        )
     loads = _hw_decoder_loads(hw_decoder_loads)
     thread_counts = positive_ints("thread_counts", thread_counts)
     available = record_count(source)
     epoch = min(records, available) // max(batch_sizes) * max(batch_sizes)
     if epoch == 0:
-        raise ParameterError(f"the largest loader batch ({max(batch_sizes)}) is larger than the "
-                             f"{min(records, available)} records an epoch can read ({available} in "
-                             f"{relative(source)}): lower batch_sizes")
+        raise ParameterError(
+            f"the largest loader batch ({max(batch_sizes)}) is larger than the "
+            f"{min(records, available)} records an epoch can read ({available} in "
+            f"{relative(source)}): lower batch_sizes"
+        )
     folder = tempfile.TemporaryDirectory(prefix="nb03-")
     subset = str(first_records(source, Path(folder.name) / "training", epoch))
-    return Setup(device=device, source=relative(source), source_records=available, records=records,
-                 epoch_records=epoch, subset=subset, batch_sizes=tuple(batch_sizes), min_seconds=min_seconds,
-                 selection_trials=selection_trials, trials=trials, threads=threads,
-                 thread_counts=tuple(thread_counts), hw_decoder_loads=loads, workers=tuple(workers),
-                 equal_data_batches=equal_data_batches, learning_rate=float(learning_rate), seed=seed,
-                 folder=folder)
+    return Setup(
+        device=device,
+        source=relative(source),
+        source_records=available,
+        records=records,
+        epoch_records=epoch,
+        subset=subset,
+        batch_sizes=tuple(batch_sizes),
+        min_seconds=min_seconds,
+        selection_trials=selection_trials,
+        trials=trials,
+        threads=threads,
+        thread_counts=tuple(thread_counts),
+        hw_decoder_loads=loads,
+        workers=tuple(workers),
+        equal_data_batches=equal_data_batches,
+        learning_rate=float(learning_rate),
+        seed=seed,
+        folder=folder,
+    )
 
 
 @dataclass(frozen=True)
@@ -174,17 +228,30 @@ def _in_background(make: Callable[[], Any]) -> Any:
     return InBackground(make())
 
 
-def way(kind: str, batch: int, make: Callable[..., Any], knob: str, *, against: Way | None = None,
-        background: bool = False, **options: Any) -> LoaderWay:
+def way(
+    kind: str,
+    batch: int,
+    make: Callable[..., Any],
+    knob: str,
+    *,
+    against: Way | None = None,
+    background: bool = False,
+    **options: Any,
+) -> LoaderWay:
     """The way ``"<kind> b<batch> <option>=<value> ..."``, whose loader is ``make(batch,
     **options)``, on one background thread (``helpers.toolkit.loaders.InBackground``) when
     ``background``."""
     shown = [f"{k}={v}" for k, v in options.items()] + (["background thread"] if background else [])
     build = partial(make, batch, **options)
-    return LoaderWay(" ".join([kind, f"b{batch}", *shown]),
-                     partial(_in_background, build) if background else build, kind, knob,
-                     batch, dict(options, **({"background": True} if background else {})),
-                     against.name if against is not None else None)
+    return LoaderWay(
+        " ".join([kind, f"b{batch}", *shown]),
+        partial(_in_background, build) if background else build,
+        kind,
+        knob,
+        batch,
+        dict(options, **({"background": True} if background else {})),
+        against.name if against is not None else None,
+    )
 
 
 def same_knobs(of: LoaderWay, make: Callable[..., Any]) -> LoaderWay:
@@ -204,9 +271,16 @@ def knob_table(results: Results) -> Any:
     round, with the 95% interval (a pandas DataFrame)."""
     import pandas as pd
 
-    rows = [{"knob": w.knob, "way": w.name, "against": w.against,
-             "ratio [95% interval]": str(results.ratio(w.name, w.against))}
-            for w in results.ways if getattr(w, "against", None)]
+    rows = [
+        {
+            "knob": w.knob,
+            "way": w.name,
+            "against": w.against,
+            "ratio [95% interval]": str(results.ratio(w.name, w.against)),
+        }
+        for w in results.ways
+        if getattr(w, "against", None)
+    ]
     return pd.DataFrame(rows).set_index("way")
 
 
@@ -235,9 +309,12 @@ def same_data(loaders: Mapping[str, Any], count: int) -> Any:
         pairs = list(zip(batches[name], batches[reference], strict=True))
         labels = all(torch.equal(a[1], b[1]) for a, b in pairs)
         difference = max(float((a[0] - b[0]).abs().max()) for a, b in pairs)
-        rows[f"{name} / {reference}"] = {"labels equal": labels, "bit equal": labels and difference == 0.0,
-                                         "most grey levels apart": round(difference / GREY_LEVEL, 4),
-                                         "batches": len(pairs)}
+        rows[f"{name} / {reference}"] = {
+            "labels equal": labels,
+            "bit equal": labels and difference == 0.0,
+            "most grey levels apart": round(difference / GREY_LEVEL, 4),
+            "batches": len(pairs),
+        }
     return pd.DataFrame(rows).T
 
 
@@ -263,8 +340,12 @@ def which_mode(dynamic_over_pipeline: Ratio) -> str:
     return "either, by the code you prefer: these rounds cannot tell the two modes apart"
 
 
-def knob_findings(results: Results, confirmation: Results | None = None,
-                  pick: str | None = None, baseline: str | None = None) -> str:
+def knob_findings(
+    results: Results,
+    confirmation: Results | None = None,
+    pick: str | None = None,
+    baseline: str | None = None,
+) -> str:
     """What the knobs' selection rounds showed, each knob's way paired with the same way without
     it: the knobs that made a loader faster and those that made it slower, by their 95% intervals,
     how many the rounds could not tell apart from the way without them, and what their intervals
@@ -283,24 +364,34 @@ def knob_findings(results: Results, confirmation: Results | None = None,
         else:
             ties.append(r)
     rounds = min((len(results.rates(w.name)) for w in results.ways), default=0)
-    parts = [f"faster with {'; '.join(faster)}" if faster else "no knob shown faster by its interval",
-             *([f"slower with {'; '.join(slower)}"] if slower else []),
-             f"{len(ties)} other knob setting(s) not told apart from the way without them"]
-    text = (f"- **The knobs**, in {rounds} selection round(s) (each against the same way without it): "
-            + "; ".join(parts) + ".")
+    parts = [
+        f"faster with {'; '.join(faster)}" if faster else "no knob shown faster by its interval",
+        *([f"slower with {'; '.join(slower)}"] if slower else []),
+        f"{len(ties)} other knob setting(s) not told apart from the way without them",
+    ]
+    text = (
+        f"- **The knobs**, in {rounds} selection round(s) (each against the same way without it): "
+        + "; ".join(parts)
+        + "."
+    )
     if ties:
         widest = max(ties, key=lambda r: r.high / max(r.low, 1e-300))
-        text += (f" Intervals from {rounds} round(s) are as wide as {widest}: these rounds can show a "
-                 "large difference, not that a knob does not help.")
+        text += (
+            f" Intervals from {rounds} round(s) are as wide as {widest}: these rounds can show a "
+            "large difference, not that a knob does not help."
+        )
     if confirmation is not None and pick and baseline and pick != baseline:
         together = confirmation.ratio(pick, baseline)
-        text += (f" The confirmation's {together.trials} rounds measure the knobs again: `{pick}` was "
-                 f"{versus(together, f'`{baseline}`')}.")
+        text += (
+            f" The confirmation's {together.trials} rounds measure the knobs again: `{pick}` was "
+            f"{versus(together, f'`{baseline}`')}."
+        )
     return text
 
 
-def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str, str],
-           knobs: Results | None = None) -> str:
+def answer(
+    results: Results, picks: Mapping[str, Pick], references: Mapping[str, str], knobs: Results | None = None
+) -> str:
     """The conclusion in Markdown, from the confirmation's rounds: the best of each kind (or the
     tie), dynamic mode against pipeline mode at the same knobs, against the best DataLoader and
     against training alone at its batch size (``references``: ``"same knobs"``, ``"ceiling"``
@@ -309,24 +400,36 @@ def answer(results: Results, picks: Mapping[str, Pick], references: Mapping[str,
     given) in the confirmation's rounds."""
     dynamic, loader = picks["dynamic"].best, picks["dataloader"].best
     same = results.ratio(dynamic, references["same knobs"])
-    return "\n".join([
-        f"- **Dynamic mode** at its best: {_pick_words(results, picks['dynamic'])}. It was "
-        f"{versus(same, 'pipeline mode at the same knobs')}, "
-        f"{versus(results.ratio(dynamic, loader), 'the best DataLoader')}, and reached "
-        f"{results.ratio(dynamic, references['ceiling'])} of training alone at its batch size.",
-        f"- **Pipeline mode** at its best: {_pick_words(results, picks['pipeline'])}; at its defaults "
-        f"(`{references['pipeline default']}`) {_rate(results, references['pipeline default'])}.",
-        f"- **The DataLoader** at its best: {_pick_words(results, picks['dataloader'])}.",
-        *([knob_findings(knobs, results, dynamic, references.get("capture"))] if knobs is not None else []),
-        f"- **Pick** for this light model: {which_mode(same)}.",
-    ])
+    return "\n".join(
+        [
+            f"- **Dynamic mode** at its best: {_pick_words(results, picks['dynamic'])}. It was "
+            f"{versus(same, 'pipeline mode at the same knobs')}, "
+            f"{versus(results.ratio(dynamic, loader), 'the best DataLoader')}, and reached "
+            f"{results.ratio(dynamic, references['ceiling'])} of training alone at its batch size.",
+            f"- **Pipeline mode** at its best: {_pick_words(results, picks['pipeline'])}; at its defaults "
+            f"(`{references['pipeline default']}`) {_rate(results, references['pipeline default'])}.",
+            f"- **The DataLoader** at its best: {_pick_words(results, picks['dataloader'])}.",
+            *(
+                [knob_findings(knobs, results, dynamic, references.get("capture"))]
+                if knobs is not None
+                else []
+            ),
+            f"- **Pick** for this light model: {which_mode(same)}.",
+        ]
+    )
 
 
 def batch_series(results: Results, kinds: Sequence[str]) -> dict[str, list[tuple[int, float, float, float]]]:
     """Each kind's ways of the knob ``"batch size"``: ``(batch, rate, low, high)``, the rate with its
     95% interval, for ``helpers.lessons.nb03_feeding_pytorch_fast.crossover``."""
-    return {kind: [(w.batch, *rate_interval(results.rates(w.name))) for w in results.ways
-                   if w.kind == kind and w.knob == "batch size"] for kind in kinds}
+    return {
+        kind: [
+            (w.batch, *rate_interval(results.rates(w.name)))
+            for w in results.ways
+            if w.kind == kind and w.knob == "batch size"
+        ]
+        for kind in kinds
+    }
 
 
 def guards(loaders: Mapping[str, Any]) -> dict[str, Any]:
@@ -336,37 +439,59 @@ def guards(loaders: Mapping[str, Any]) -> dict[str, Any]:
     return {name: loader.guard for name, loader in inner.items() if getattr(loader, "capture", False) is True}
 
 
-HEADLINE_GOALS = {"best_over_pipeline": "best dynamic / pipeline mode default",
-                  "best_over_dataloader": "best dynamic / best DataLoader",
-                  "best_over_same_knobs_pipeline": "best dynamic / pipeline mode, same knobs",
-                  "best_over_ceiling": "best dynamic / ceiling"}
+HEADLINE_GOALS = {
+    "best_over_pipeline": "best dynamic / pipeline mode default",
+    "best_over_dataloader": "best dynamic / best DataLoader",
+    "best_over_same_knobs_pipeline": "best dynamic / pipeline mode, same knobs",
+    "best_over_ceiling": "best dynamic / ceiling",
+}
 
 
-def record(setup: Setup, *, knobs: Results, confirmation: Results, picks: Mapping[str, Pick],
-           references: Mapping[str, str], goals: Mapping[str, dict[str, Any]], same_data: Any,
-           captured_operators: Sequence[str], profile: Mapping[str, Any]) -> Record:
+def record(
+    setup: Setup,
+    *,
+    knobs: Results,
+    confirmation: Results,
+    picks: Mapping[str, Pick],
+    references: Mapping[str, str],
+    goals: Mapping[str, dict[str, Any]],
+    same_data: Any,
+    captured_operators: Sequence[str],
+    profile: Mapping[str, Any],
+) -> Record:
     """What notebook 03 saves: the set-up's parameters; every trial of both runs (the knobs'
     and the confirmation's), the picks with their ties, the reference ways, the goals, the
     same-data checks (``same_data``: :func:`same_data`'s tables, concatenated with the check as the
     outer index), the operators the lesson's capture loop captured and the profile; and the
     headline: the confirmation's rates (geometric means) and the goals' ratios."""
+
     def rate(name: str) -> float:
         return confirmation.estimate(name)[0]
 
-    headline = {"eager_samples_per_s": rate(references["eager"]),
-                "capture_samples_per_s": rate(references["capture"]),
-                "pipeline_default_samples_per_s": rate(references["pipeline default"]),
-                "dataloader_samples_per_s": rate(picks["dataloader"].best),
-                "ceiling_samples_per_s": rate(references["ceiling"]),
-                "best_dynamic_samples_per_s": rate(picks["dynamic"].best),
-                "best_pipeline_samples_per_s": rate(picks["pipeline"].best),
-                **{key: goals[goal]["ratio"] for key, goal in HEADLINE_GOALS.items()}}
+    headline = {
+        "eager_samples_per_s": rate(references["eager"]),
+        "capture_samples_per_s": rate(references["capture"]),
+        "pipeline_default_samples_per_s": rate(references["pipeline default"]),
+        "dataloader_samples_per_s": rate(picks["dataloader"].best),
+        "ceiling_samples_per_s": rate(references["ceiling"]),
+        "best_dynamic_samples_per_s": rate(picks["dynamic"].best),
+        "best_pipeline_samples_per_s": rate(picks["pipeline"].best),
+        **{key: goals[goal]["ratio"] for key, goal in HEADLINE_GOALS.items()},
+    }
     checks = same_data.reset_index(names=["check", "loaders"]).to_dict(orient="records")
-    results = {"knobs": knobs.as_record(), "confirmation": confirmation.as_record(),
-               "picks": {kind: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
-                         for kind, p in picks.items()},
-               "references": dict(references), "goals": dict(goals), "same_data": checks,
-               "captured_operators": list(captured_operators), "profile": dict(profile)}
+    results = {
+        "knobs": knobs.as_record(),
+        "confirmation": confirmation.as_record(),
+        "picks": {
+            kind: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
+            for kind, p in picks.items()
+        },
+        "references": dict(references),
+        "goals": dict(goals),
+        "same_data": checks,
+        "captured_operators": list(captured_operators),
+        "profile": dict(profile),
+    }
     return Record(setup.parameters, results, headline)
 
 
@@ -375,12 +500,12 @@ def _short(function: tuple[str, int, str]) -> str:
     if filename == "~":  # a C function
         return name.strip("<>")
     parts = filename.replace("\\", "/").split("/")
-    dali = [i for i in range(len(parts) - 1) if parts[i:i + 2] == ["nvidia", "dali"]]
+    dali = [i for i in range(len(parts) - 1) if parts[i : i + 2] == ["nvidia", "dali"]]
     if dali:  # DALI's modules, wherever it is installed (a venv, pip --target)
-        return f"{'/'.join(parts[dali[-1]:][-3:])}:{line}({name})"
+        return f"{'/'.join(parts[dali[-1] :][-3:])}:{line}({name})"
     for anchor in ("site-packages", "dist-packages", "helpers"):
         if anchor in parts:  # a package's path from its top-level folder, never the machine's
-            return f"{'/'.join(parts[parts.index(anchor) + 1:][-3:])}:{line}({name})"
+            return f"{'/'.join(parts[parts.index(anchor) + 1 :][-3:])}:{line}({name})"
     return f"{parts[-1]}:{line}({name})"
 
 
@@ -408,24 +533,35 @@ def profile_top(run: Callable[[], Any], steps: int, top: int = 8) -> dict[str, A
         profiler.disable()
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(own for _, _, own, _, _ in stats.values())
-    rows = sorted(((own, calls, function) for function, (_, calls, own, _, _) in stats.items()),
-                  reverse=True)[:top]
+    rows = sorted(
+        ((own, calls, function) for function, (_, calls, own, _, _) in stats.items()), reverse=True
+    )[:top]
     by_package: dict[str, float] = {}
     for function, (_, _, own, _, _) in stats.items():
         by_package[_package(function)] = by_package.get(_package(function), 0.0) + own
     return {
         "steps": steps,
         "total_us_per_step": total / steps * 1e6,
-        "top": [{"function": _short(f), "package": _package(f), "calls_per_step": calls / steps,
-                 "own_us_per_step": own / steps * 1e6, "share": own / total}
-                for own, calls, f in rows],
-        "share_by_package": {k: v / total for k, v in
-                             sorted(by_package.items(), key=lambda kv: -kv[1])},
+        "top": [
+            {
+                "function": _short(f),
+                "package": _package(f),
+                "calls_per_step": calls / steps,
+                "own_us_per_step": own / steps * 1e6,
+                "share": own / total,
+            }
+            for own, calls, f in rows
+        ],
+        "share_by_package": {k: v / total for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])},
     }
 
 
-def crossover(series: Mapping[str, Sequence[tuple[int, float, float, float]]], *,
-              ceiling: tuple[float, float, float] | None, title: str) -> Any:
+def crossover(
+    series: Mapping[str, Sequence[tuple[int, float, float, float]]],
+    *,
+    ceiling: tuple[float, float, float] | None,
+    title: str,
+) -> Any:
     """Samples/s against loader batch size, one line per loader; each point is
     (batch, median, min, max) and the bars are the min-max range. ``ceiling`` (median, min, max)
     is drawn as a horizontal band. Drawn as ``helpers.toolkit.plots`` draws its charts: at ``CSS_DPI``,
@@ -438,8 +574,9 @@ def crossover(series: Mapping[str, Sequence[tuple[int, float, float, float]]], *
     fig, ax = new_chart(6.8, 4.6)
     for name, points in series.items():
         batches, medians, lows, highs = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-        ax.errorbar(batches, medians, yerr=[medians - lows, highs - medians], marker="o",
-                    capsize=3, label=name)
+        ax.errorbar(
+            batches, medians, yerr=[medians - lows, highs - medians], marker="o", capsize=3, label=name
+        )
     if ceiling is not None:
         median, low, high = ceiling
         ax.axhline(median, color="black", linestyle="--", label="ceiling (data on the device)")

@@ -48,14 +48,26 @@ from helpers.toolkit.parameters import reject_unknown_parameters
 # 4,789 img/s, training alone 4,725, fed it reached 2,480): dynamic mode must feed 1.5x as much.
 GOALS = {
     "ResNet-50: best dynamic / ceiling": ("resnet50", "best dynamic mode", "ceiling", 0.97),
-    "ResNet-50: best dynamic / pipeline mode, same knobs": ("resnet50", "best dynamic mode",
-                                                            "pipeline mode, same knobs", 0.98),
+    "ResNet-50: best dynamic / pipeline mode, same knobs": (
+        "resnet50",
+        "best dynamic mode",
+        "pipeline mode, same knobs",
+        0.98,
+    ),
     "ResNet-50: best dynamic / best DataLoader": ("resnet50", "best dynamic mode", "best DataLoader", 1.5),
-    "ResNet-18: best dynamic / pipeline mode, same knobs": ("resnet18", "best dynamic mode",
-                                                            "pipeline mode, same knobs", 0.97),
+    "ResNet-18: best dynamic / pipeline mode, same knobs": (
+        "resnet18",
+        "best dynamic mode",
+        "pipeline mode, same knobs",
+        0.97,
+    ),
     "ResNet-18: best dynamic / best DataLoader": ("resnet18", "best dynamic mode", "best DataLoader", 2.5),
-    "alone: best capture / pipeline mode, same knobs": (None, "best dynamic mode",
-                                                        "pipeline mode, same knobs", 0.95),
+    "alone: best capture / pipeline mode, same knobs": (
+        None,
+        "best dynamic mode",
+        "pipeline mode, same knobs",
+        0.95,
+    ),
 }
 CPU_GOAL = "cpu: DataLoader / dynamic mode, CPU time per image"
 CPU_TARGET = 3.0
@@ -103,21 +115,46 @@ class Setup:
     def parameters(self) -> dict[str, Any]:
         """What the record keeps: the parameters as resolved, ``image_dir`` relative to the
         checkout or the home folder (``helpers.data.paths.relative``), nothing of this machine."""
-        return {"device": self.device, "photos": self.photos, "image_size": self.image_size,
-                "batch_size": self.batch_size, "models": list(self.models), "min_seconds": self.min_seconds,
-                "threads": self.threads, "thread_counts": list(self.thread_counts),
-                "hw_decoder_loads": list(self.hw_decoder_loads),
-                "dataloader_workers": list(self.dataloader_workers),
-                "selection_trials": self.selection_trials, "trials": self.trials,
-                "most_trials": self.most_trials, "precision": self.precision, "seed": self.seed,
-                "image_dir": self.image_dir and relative(str(self.image_dir))}
+        return {
+            "device": self.device,
+            "photos": self.photos,
+            "image_size": self.image_size,
+            "batch_size": self.batch_size,
+            "models": list(self.models),
+            "min_seconds": self.min_seconds,
+            "threads": self.threads,
+            "thread_counts": list(self.thread_counts),
+            "hw_decoder_loads": list(self.hw_decoder_loads),
+            "dataloader_workers": list(self.dataloader_workers),
+            "selection_trials": self.selection_trials,
+            "trials": self.trials,
+            "most_trials": self.most_trials,
+            "precision": self.precision,
+            "seed": self.seed,
+            "image_dir": self.image_dir and relative(str(self.image_dir)),
+        }
 
 
-def set_up(history: Sequence[str], *, image_dir: Any, device: str, photos: int | None, image_size: int | None,
-           batch_size: int | None, models: Sequence[str] | None, threads: int, thread_counts: Sequence[int],
-           hw_decoder_loads: Sequence[float], dataloader_workers: Sequence[int] | None, selection_trials: int,
-           trials: int, most_trials: int | None, precision: float, min_seconds: float | None,
-           seed: int) -> Setup:
+def set_up(
+    history: Sequence[str],
+    *,
+    image_dir: Any,
+    device: str,
+    photos: int | None,
+    image_size: int | None,
+    batch_size: int | None,
+    models: Sequence[str] | None,
+    threads: int,
+    thread_counts: Sequence[int],
+    hw_decoder_loads: Sequence[float],
+    dataloader_workers: Sequence[int] | None,
+    selection_trials: int,
+    trials: int,
+    most_trials: int | None,
+    precision: float,
+    min_seconds: float | None,
+    seed: int,
+) -> Setup:
     """The notebook's set-up: no unknown parameter under papermill (``history``: IPython's ``In``),
     every ``None`` replaced by this machine's default (the first value of the parameters cell's
     comments on a GPU, the second on a CPU), each value checked (a ParameterError names the first
@@ -127,10 +164,15 @@ def set_up(history: Sequence[str], *, image_dir: Any, device: str, photos: int |
     device = resolve_device(device)
     on_gpu = device == "gpu"
     cores = os.cpu_count() or 1
-    p = {"photos": photos or (4096 if on_gpu else 128), "image_size": image_size or (224 if on_gpu else 64),
-         "batch_size": batch_size or (256 if on_gpu else 32), "threads": threads,
-         "selection_trials": selection_trials, "trials": trials,
-         "most_trials": most_trials or (7 if on_gpu else trials)}
+    p = {
+        "photos": photos or (4096 if on_gpu else 128),
+        "image_size": image_size or (224 if on_gpu else 64),
+        "batch_size": batch_size or (256 if on_gpu else 32),
+        "threads": threads,
+        "selection_trials": selection_trials,
+        "trials": trials,
+        "most_trials": most_trials or (7 if on_gpu else trials),
+    }
     try:
         min_seconds = steady_seconds(min_seconds, on_gpu)
     except ValueError as error:
@@ -139,29 +181,50 @@ def set_up(history: Sequence[str], *, image_dir: Any, device: str, photos: int |
     models = list(models or (["resnet50", "resnet18"] if on_gpu else ["resnet18"]))
     for name in models:
         if name not in SHORT:
-            raise ParameterError(f"models: {name!r} is not one this notebook trains; try resnet18 or "
-                                 "resnet50")
+            raise ParameterError(
+                f"models: {name!r} is not one this notebook trains; try resnet18 or resnet50"
+            )
     if not 0 < precision < 1:
         raise ParameterError(f"precision: a fraction between 0 and 1 (0.02 for +-2%), not {precision!r}")
     for load in hw_decoder_loads:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 <= load <= 1:
             raise ParameterError(f"hw_decoder_loads: each a share of the JPEGs from 0 to 1, not {load!r}")
-    workers = positive_ints("dataloader_workers", dataloader_workers
-                            or sorted({max(1, cores // 4), max(1, cores // 2), cores}))
+    workers = positive_ints(
+        "dataloader_workers", dataloader_workers or sorted({max(1, cores // 4), max(1, cores // 2), cores})
+    )
     counts = positive_ints("thread_counts", thread_counts)
     train, val, classes = _folders(image_dir, p["photos"], p["batch_size"], p["image_size"], on_gpu)
-    print(f"device {device}: {len(classes)} classes, crops of {p['image_size']}x{p['image_size']}, "
-          f"batches of {p['batch_size']}; models {', '.join(SHORT[m] for m in models)}")
-    return Setup(image_dir=image_dir, device=device, photos=p["photos"], image_size=p["image_size"],
-                 batch_size=p["batch_size"], models=tuple(models), threads=threads,
-                 thread_counts=tuple(counts), hw_decoder_loads=tuple(hw_decoder_loads),
-                 dataloader_workers=tuple(workers), selection_trials=selection_trials, trials=trials,
-                 most_trials=max(trials, p["most_trials"]), precision=precision, min_seconds=min_seconds,
-                 seed=seed, train_dir=train, val_dir=val, classes=tuple(classes), cores=cores)
+    print(
+        f"device {device}: {len(classes)} classes, crops of {p['image_size']}x{p['image_size']}, "
+        f"batches of {p['batch_size']}; models {', '.join(SHORT[m] for m in models)}"
+    )
+    return Setup(
+        image_dir=image_dir,
+        device=device,
+        photos=p["photos"],
+        image_size=p["image_size"],
+        batch_size=p["batch_size"],
+        models=tuple(models),
+        threads=threads,
+        thread_counts=tuple(counts),
+        hw_decoder_loads=tuple(hw_decoder_loads),
+        dataloader_workers=tuple(workers),
+        selection_trials=selection_trials,
+        trials=trials,
+        most_trials=max(trials, p["most_trials"]),
+        precision=precision,
+        min_seconds=min_seconds,
+        seed=seed,
+        train_dir=train,
+        val_dir=val,
+        classes=tuple(classes),
+        cores=cores,
+    )
 
 
-def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
-             on_gpu: bool) -> tuple[Path, Path, list[str]]:
+def _folders(
+    image_dir: Any, photos: int, batch_size: int, image_size: int, on_gpu: bool
+) -> tuple[Path, Path, list[str]]:
     if image_dir is None:
         found = locate_photos(photos, verbose=False)
         print(f"photos: {found.size:,} training and {found.val_size:,} validation JPEGs of the embedded set")
@@ -172,30 +235,43 @@ def _folders(image_dir: Any, photos: int, batch_size: int, image_size: int,
     started = time.perf_counter()
     folder = check_image_folder(train, decode_up_to=0)  # headers only: a decode of every file takes long
     took = time.perf_counter() - started
-    print(f"checked the headers of {len(folder.files):,} files in {took:.1f} s "
-          f"({1e6 * took / len(folder.files):.0f} µs a file)")
+    print(
+        f"checked the headers of {len(folder.files):,} files in {took:.1f} s "
+        f"({1e6 * took / len(folder.files):.0f} µs a file)"
+    )
     folder.check_batch_size(batch_size)
     staged_gib = len(folder.files) * 3 * image_size**2 * 4 / 2**30  # the ceiling keeps an epoch in memory
     if staged_gib > (limit := 16.0 if on_gpu else 4.0):
         raise ParameterError(
             f"image_dir: the ceiling keeps one epoch of its {len(folder.files):,} training images in memory "
             f"({staged_gib:,.0f} GiB at {image_size}px), more than the {limit:.0f} GiB this notebook allows: "
-            "pass a subset of your train/, or a smaller image_size")
+            "pass a subset of your train/, or a smaller image_size"
+        )
     if val != train:
         check_image_folder(val, decode_up_to=0)
     return train, val, folder.classes
 
 
-def planned(ways: int, selection_trials: int, trials: int, most_trials: int, alone_ways: int,
-            fed_ways: int, models: Sequence[str], min_seconds: float) -> str:
+def planned(
+    ways: int,
+    selection_trials: int,
+    trials: int,
+    most_trials: int,
+    alone_ways: int,
+    fed_ways: int,
+    models: Sequence[str],
+    min_seconds: float,
+) -> str:
     """The trials the measurements will time at most, each whole epochs until it lasts
     ``min_seconds``, before any timing."""
     selection, alone = ways * selection_trials, alone_ways * trials
     fed = len(models) * fed_ways * most_trials
     total = selection + alone + fed
-    return (f"planned, at most: {selection} trials choosing knobs ({ways} ways), {alone} alone ({alone_ways} "
-            f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} trials of at least "
-            f"{min_seconds:g} s each (whole epochs), after a warm-up epoch of each way")
+    return (
+        f"planned, at most: {selection} trials choosing knobs ({ways} ways), {alone} alone ({alone_ways} "
+        f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} trials of at least "
+        f"{min_seconds:g} s each (whole epochs), after a warm-up epoch of each way"
+    )
 
 
 def first_batch(loader: Any) -> tuple[Any, Any]:
@@ -226,18 +302,24 @@ class Agreement:
 
     @property
     def pixels_agree(self) -> bool:  # the same operators: within a level; torchvision's: 2 levels a channel
-        return self.rows["pipeline mode"]["mean_levels"] <= 1.0 and \
-            self.rows["DataLoader"]["channel_mean_levels"] <= 2.0
+        return (
+            self.rows["pipeline mode"]["mean_levels"] <= 1.0
+            and self.rows["DataLoader"]["channel_mean_levels"] <= 2.0
+        )
 
     @property
     def channels_visible(self) -> bool:
-        return self.rows["DataLoader, channels reversed (BGR)"]["mean_levels"] > \
-            3 * self.rows["DataLoader"]["mean_levels"]
+        return (
+            self.rows["DataLoader, channels reversed (BGR)"]["mean_levels"]
+            > 3 * self.rows["DataLoader"]["mean_levels"]
+        )
 
     def __str__(self) -> str:
-        return (f"the first {self.count} validation images against dynamic mode's: labels agree: "
-                f"{self.labels_agree}; pixels within the bounds: {self.pixels_agree}; a channel swap "
-                f"stands out: {self.channels_visible}")
+        return (
+            f"the first {self.count} validation images against dynamic mode's: labels agree: "
+            f"{self.labels_agree}; pixels within the bounds: {self.pixels_agree}; a channel swap "
+            f"stands out: {self.channels_visible}"
+        )
 
     def table(self) -> Any:
         import pandas as pd
@@ -245,12 +327,18 @@ class Agreement:
         return pd.DataFrame(self.rows).T
 
     def as_record(self) -> dict[str, Any]:
-        return {"rows": self.rows, "count": self.count, "labels_agree": self.labels_agree,
-                "pixels_agree": self.pixels_agree, "channels_visible": self.channels_visible}
+        return {
+            "rows": self.rows,
+            "count": self.count,
+            "labels_agree": self.labels_agree,
+            "pixels_agree": self.pixels_agree,
+            "channels_visible": self.channels_visible,
+        }
 
 
-def agreement(reference: tuple[Any, Any], pipeline: tuple[Any, Any], dataloader: tuple[Any, Any],
-              std: Sequence[float]) -> Agreement:
+def agreement(
+    reference: tuple[Any, Any], pipeline: tuple[Any, Any], dataloader: tuple[Any, Any], std: Sequence[float]
+) -> Agreement:
     """Dynamic mode's batch (``reference``) against pipeline mode's and the DataLoader's (NCHW
     float tensors normalized by ``std``, labels), over the images all three hold."""
     import torch
@@ -258,15 +346,20 @@ def agreement(reference: tuple[Any, Any], pipeline: tuple[Any, Any], dataloader:
     count = min(len(b[1]) for b in (reference, pipeline, dataloader))
     scale = torch.tensor(list(std)).view(1, 3, 1, 1)
     ref_images, ref_labels = reference[0][:count], reference[1][:count]
-    others = {"pipeline mode": pipeline, "DataLoader": dataloader,
-              "DataLoader, channels reversed (BGR)": (dataloader[0].flip(1), dataloader[1])}
+    others = {
+        "pipeline mode": pipeline,
+        "DataLoader": dataloader,
+        "DataLoader, channels reversed (BGR)": (dataloader[0].flip(1), dataloader[1]),
+    }
     rows = {}
     for name, (images, labels) in others.items():
         difference = (images[:count] - ref_images) * scale
-        rows[name] = {"labels_equal": bool(torch.equal(labels[:count], ref_labels)),
-                      "mean_levels": round(float(difference.abs().mean()), 3),
-                      "max_levels": round(float(difference.abs().max()), 1),
-                      "channel_mean_levels": round(float(difference.mean(dim=(0, 2, 3)).abs().max()), 3)}
+        rows[name] = {
+            "labels_equal": bool(torch.equal(labels[:count], ref_labels)),
+            "mean_levels": round(float(difference.abs().mean()), 3),
+            "max_levels": round(float(difference.abs().max()), 1),
+            "channel_mean_levels": round(float(difference.mean(dim=(0, 2, 3)).abs().max()), 3),
+        }
     return Agreement(rows, count)
 
 
@@ -335,30 +428,43 @@ def goals(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) 
         results = alone if model is None else fed.get(model)
         if results is not None:
             found[name] = results.ratio(roles[a], roles[b]).goal(target)
-    found[CPU_GOAL] = ratio(cpu_per_1000(alone, roles["best DataLoader"]),
-                            cpu_per_1000(alone, roles["best dynamic mode"])).goal(CPU_TARGET)
+    found[CPU_GOAL] = ratio(
+        cpu_per_1000(alone, roles["best DataLoader"]), cpu_per_1000(alone, roles["best dynamic mode"])
+    ).goal(CPU_TARGET)
     return found
 
 
-def headline(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
-             found: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def headline(
+    alone: Results,
+    fed: Mapping[str, Results],
+    roles: Mapping[str, str],
+    found: Mapping[str, Mapping[str, Any]],
+) -> dict[str, float]:
     """The figures a reader compares (the metadata's ``dali_tutorials.headline`` labels them)."""
-    figures = {"dataloader_alone_img_s": alone.estimate(roles["best DataLoader"])[0],
-               "same_knobs_alone_img_s": alone.estimate(roles["pipeline mode, same knobs"])[0],
-               "pipeline_alone_img_s": alone.estimate(roles["best pipeline mode"])[0],
-               "capture_alone_img_s": alone.estimate(roles["best dynamic mode"])[0]}
+    figures = {
+        "dataloader_alone_img_s": alone.estimate(roles["best DataLoader"])[0],
+        "same_knobs_alone_img_s": alone.estimate(roles["pipeline mode, same knobs"])[0],
+        "pipeline_alone_img_s": alone.estimate(roles["best pipeline mode"])[0],
+        "capture_alone_img_s": alone.estimate(roles["best dynamic mode"])[0],
+    }
     for model, results in fed.items():
-        for key, role in (("ceiling", "ceiling"), ("best_dynamic", "best dynamic mode"),
-                          ("best_pipeline", "best pipeline mode"), ("dataloader", "best DataLoader")):
+        for key, role in (
+            ("ceiling", "ceiling"),
+            ("best_dynamic", "best dynamic mode"),
+            ("best_pipeline", "best pipeline mode"),
+            ("dataloader", "best DataLoader"),
+        ):
             figures[f"{model}_{key}_img_s"] = results.estimate(roles[role])[0]
     same = "best dynamic / pipeline mode, same knobs"
-    for key, goal in (("resnet50_dynamic_over_ceiling", "ResNet-50: best dynamic / ceiling"),
-                      ("resnet50_dynamic_over_same_knobs", f"ResNet-50: {same}"),
-                      ("resnet50_dynamic_over_dataloader", "ResNet-50: best dynamic / best DataLoader"),
-                      ("resnet18_dynamic_over_same_knobs", f"ResNet-18: {same}"),
-                      ("capture_over_same_knobs_alone", "alone: best capture / pipeline mode, same knobs"),
-                      ("resnet18_dynamic_over_dataloader", "ResNet-18: best dynamic / best DataLoader"),
-                      ("cpu_dataloader_over_dynamic", CPU_GOAL)):
+    for key, goal in (
+        ("resnet50_dynamic_over_ceiling", "ResNet-50: best dynamic / ceiling"),
+        ("resnet50_dynamic_over_same_knobs", f"ResNet-50: {same}"),
+        ("resnet50_dynamic_over_dataloader", "ResNet-50: best dynamic / best DataLoader"),
+        ("resnet18_dynamic_over_same_knobs", f"ResNet-18: {same}"),
+        ("capture_over_same_knobs_alone", "alone: best capture / pipeline mode, same knobs"),
+        ("resnet18_dynamic_over_dataloader", "ResNet-18: best dynamic / best DataLoader"),
+        ("cpu_dataloader_over_dynamic", CPU_GOAL),
+    ):
         if goal in found:
             figures[key] = found[goal]["ratio"]
     return figures
@@ -367,33 +473,54 @@ def headline(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str
 def reported(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str]) -> dict[str, Ratio]:
     """The other ratios the answer states, by name."""
     dynamic = roles["best dynamic mode"]
-    found = {"alone: capture / eager": alone.ratio(dynamic, roles["eager"]),
-             "alone: capture / best DataLoader": alone.ratio(dynamic, roles["best DataLoader"])}
+    found = {
+        "alone: capture / eager": alone.ratio(dynamic, roles["eager"]),
+        "alone: capture / best DataLoader": alone.ratio(dynamic, roles["best DataLoader"]),
+    }
     for model, results in fed.items():
         for role in ("best pipeline mode", "best DataLoader"):
             found[f"{model}: {role} / ceiling"] = results.ratio(roles[role], roles["ceiling"])
     return found
 
 
-def record(setup: Setup, *, selection: Results, alone: Results, fed: Mapping[str, Results],
-           roles: Mapping[str, str], picks: Mapping[str, Pick], knobs: Mapping[str, Mapping[str, Any]],
-           epoch_images: int, agreement: Agreement, corrupt_file: TruncatedCopy,
-           captured: Mapping[str, CaptureGuard]) -> Record:
+def record(
+    setup: Setup,
+    *,
+    selection: Results,
+    alone: Results,
+    fed: Mapping[str, Results],
+    roles: Mapping[str, str],
+    picks: Mapping[str, Pick],
+    knobs: Mapping[str, Mapping[str, Any]],
+    epoch_images: int,
+    agreement: Agreement,
+    corrupt_file: TruncatedCopy,
+    captured: Mapping[str, CaptureGuard],
+) -> Record:
     """The notebook's record: the set-up's parameters and ``epoch_images`` (the images of the
     ceiling's epoch); every trial of every run, the picks, the goals, the other ratios, the
     operators each capture loop's guard saw captured (``captured``: name -> ``CaptureGuard``),
     the loaders' agreement and the corrupt file's check; and its headline."""
     found = goals(alone, fed, roles)
-    results = {"selection": selection.as_record(), "alone": alone.as_record(),
-               "fed": {m: r.as_record() for m, r in fed.items()}, "roles": dict(roles),
-               "knobs": {name: dict(values) for name, values in knobs.items()},
-               "picks": {k: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
-                         for k, p in picks.items()},
-               "goals": found, "reported": {k: r.as_record() for k, r in reported(alone, fed, roles).items()},
-               "captured": {name: guard.captured for name, guard in captured.items()},
-               "agreement": agreement.as_record(), "corrupt_file": corrupt_file.as_record()}
-    return Record(setup.parameters | {"epoch_images": epoch_images}, results,
-                  headline(alone, fed, roles, found))
+    results = {
+        "selection": selection.as_record(),
+        "alone": alone.as_record(),
+        "fed": {m: r.as_record() for m, r in fed.items()},
+        "roles": dict(roles),
+        "knobs": {name: dict(values) for name, values in knobs.items()},
+        "picks": {
+            k: {"best": p.best, "ties": {n: r.as_record() for n, r in p.ties.items()}}
+            for k, p in picks.items()
+        },
+        "goals": found,
+        "reported": {k: r.as_record() for k, r in reported(alone, fed, roles).items()},
+        "captured": {name: guard.captured for name, guard in captured.items()},
+        "agreement": agreement.as_record(),
+        "corrupt_file": corrupt_file.as_record(),
+    }
+    return Record(
+        setup.parameters | {"epoch_images": epoch_images}, results, headline(alone, fed, roles, found)
+    )
 
 
 def _pick_words(results: Results, names: Sequence[str]) -> str:
@@ -406,17 +533,23 @@ def _pick_words(results: Results, names: Sequence[str]) -> str:
 
 def _busy(results: Results, name: str) -> str:
     """What NVML read while ``name`` fed the model (nothing where it read nothing: no GPU)."""
-    labels = {"gpu_pct": "a kernel running",
-              "nvjpg_pct": "the JPEG decoders (averaged over their engines) busy"}
+    labels = {
+        "gpu_pct": "a kernel running",
+        "nvjpg_pct": "the JPEG decoders (averaged over their engines) busy",
+    }
     read = {label: statistics.fmean(v) for key, label in labels.items() if (v := results.values(name, key))}
     if not read:
         return ""
-    return " Meanwhile NVML read " + " and ".join(f"{label} {v:.0f}% of the time"
-                                                  for label, v in read.items()) + "."
+    return (
+        " Meanwhile NVML read "
+        + " and ".join(f"{label} {v:.0f}% of the time" for label, v in read.items())
+        + "."
+    )
 
 
-def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
-           corrupt: TruncatedCopy | None = None) -> str:
+def answer(
+    alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str], corrupt: TruncatedCopy | None = None
+) -> str:
     """The conclusion's answer, a Markdown list, every figure and comparison from the results."""
     dyn, same = roles["best dynamic mode"], roles["pipeline mode, same knobs"]
     loader = roles["best DataLoader"]
@@ -428,12 +561,14 @@ def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
             f"{results.ratio(dyn, roles['ceiling'])} of training alone; dynamic mode was "
             f"{versus(results.ratio(dyn, same), 'pipeline mode at the same knobs')} and "
             f"{versus(results.ratio(dyn, loader), f'the best DataLoader (`{loader}`)')}. The fastest "
-            f"feeder: {_pick_words(results, feeders)}.{_busy(results, dyn)}")
+            f"feeder: {_pick_words(results, feeders)}.{_busy(results, dyn)}"
+        )
     lines.append(
         f"- **Alone**, the capture loop was "
         f"{versus(alone.ratio(dyn, same), 'pipeline mode at the same knobs')}, "
         f"{versus(alone.ratio(dyn, roles['eager']), 'eager mode')} and "
-        f"{versus(alone.ratio(dyn, loader), 'the best DataLoader')}.")
+        f"{versus(alone.ratio(dyn, loader), 'the best DataLoader')}."
+    )
     cpu = ratio(cpu_per_1000(alone, loader), cpu_per_1000(alone, dyn))
     mean = {w.name: statistics.fmean(cpu_per_1000(alone, w.name)) for w in alone.ways}
     least = min(mean, key=mean.__getitem__)
@@ -443,19 +578,42 @@ def answer(alone: Results, fed: Mapping[str, Results], roles: Mapping[str, str],
         f"{versus(cpu, 'the capture loop', faster='more CPU time than', slower='less CPU time than')}; "
         f"the least of every row: `{least}`, {mean[least]:.2f} s per 1,000 images"
         + (f" ({', '.join(near)} within 5% of it, with no interval to tell them apart)" if near else "")
-        + ".")
-    ready = {label: n for label, results in {"alone": alone, **{f"feeding {SHORT.get(m, m)}": r
-                                                                for m, r in fed.items()}}.items()
-             if (n := max(t.skipped for w in results.ways for t in results.trials[w.name]))}
+        + "."
+    )
+    ready = {
+        label: n
+        for label, results in {
+            "alone": alone,
+            **{f"feeding {SHORT.get(m, m)}": r for m, r in fed.items()},
+        }.items()
+        if (n := max(t.skipped for w in results.ways for t in results.trials[w.name]))
+    }
     if ready:
-        lines.append("- **Batches ready before the timer** (DALI's run-ahead into the next epoch), handed "
-                     "over untimed and uncounted: at most "
-                     + ", ".join(f"{n} a trial {label}" for label, n in ready.items()) + ".")
+        lines.append(
+            "- **Batches ready before the timer** (DALI's run-ahead into the next epoch), handed "
+            "over untimed and uncounted: at most "
+            + ", ".join(f"{n} a trial {label}" for label, n in ready.items())
+            + "."
+        )
     if corrupt is not None and corrupt.named:
-        lines.append(f"- **A corrupt file**: DALI, decoding on the CPU, failed its whole batch "
-                     f"({corrupt.dali_says.get('cpu', 'no error')}); `check_decodable` named the file.")
+        lines.append(
+            f"- **A corrupt file**: DALI, decoding on the CPU, failed its whole batch "
+            f"({corrupt.dali_says.get('cpu', 'no error')}); `check_decodable` named the file."
+        )
     return "\n".join(lines)
 
 
-__all__ = ["Agreement", "Setup", "TruncatedCopy", "agreement", "answer", "first_batch", "goals", "headline",
-           "planned", "record", "reported", "set_up"]
+__all__ = [
+    "Agreement",
+    "Setup",
+    "TruncatedCopy",
+    "agreement",
+    "answer",
+    "first_batch",
+    "goals",
+    "headline",
+    "planned",
+    "record",
+    "reported",
+    "set_up",
+]

@@ -61,12 +61,23 @@ COMPARISONS = {
     "capture, epoch readers / capture": ("capture, epoch readers", "capture"),
     "capture, epoch readers + checkpoints / capture": ("capture, epoch readers + checkpoints", "capture"),
     "capture, epoch readers + checkpoints / eager + checkpoints": (
-        "capture, epoch readers + checkpoints", "eager + checkpoints"),
+        "capture, epoch readers + checkpoints",
+        "eager + checkpoints",
+    ),
     "eager + checkpoints / eager": ("eager + checkpoints", "eager"),
 }
-HEADLINE_RATIOS = dict(zip(("epoch_readers_over_capture", "resumable_capture_over_capture",
-                            "resumable_capture_over_eager_checkpoints", "eager_checkpoints_over_eager"),
-                           COMPARISONS, strict=True))
+HEADLINE_RATIOS = dict(
+    zip(
+        (
+            "epoch_readers_over_capture",
+            "resumable_capture_over_capture",
+            "resumable_capture_over_eager_checkpoints",
+            "eager_checkpoints_over_eager",
+        ),
+        COMPARISONS,
+        strict=True,
+    )
+)
 
 
 def load_script() -> ModuleType:
@@ -124,27 +135,64 @@ class Setup:
     def parameters(self) -> dict[str, Any]:
         """The parameters as the record keeps them: resolved (the device, the records), the data
         path relative to the checkout."""
-        return {"data_path": relative(self.data_path), "device": self.device, "processes": self.processes,
-                "records": self.records, "batch_size": self.batch_size, "epochs": self.epochs,
-                "every": self.every, "keep": self.keep, "learning_rate": self.learning_rate,
-                "trials": self.trials, "num_threads": self.num_threads, "seed": self.seed}
+        return {
+            "data_path": relative(self.data_path),
+            "device": self.device,
+            "processes": self.processes,
+            "records": self.records,
+            "batch_size": self.batch_size,
+            "epochs": self.epochs,
+            "every": self.every,
+            "keep": self.keep,
+            "learning_rate": self.learning_rate,
+            "trials": self.trials,
+            "num_threads": self.num_threads,
+            "seed": self.seed,
+        }
 
 
-def set_up(history: Sequence[str], *, data_path: str | Path | None, device: str, processes: int,
-           records: int | None, batch_size: int, epochs: int, every: int, keep: int, learning_rate: float,
-           trials: int, min_seconds: float | None, num_threads: int, seed: int, launch_timeout: float,
-           results_dir: str | Path | None) -> Setup:
+def set_up(
+    history: Sequence[str],
+    *,
+    data_path: str | Path | None,
+    device: str,
+    processes: int,
+    records: int | None,
+    batch_size: int,
+    epochs: int,
+    every: int,
+    keep: int,
+    learning_rate: float,
+    trials: int,
+    min_seconds: float | None,
+    num_threads: int,
+    seed: int,
+    launch_timeout: float,
+    results_dir: str | Path | None,
+) -> Setup:
     """The notebook's parameters checked (a bad one raises ParameterError by name), the first
     ``records`` records copied into ``build/nb06`` (removed at the end); prints what the runs will
     do. ``history`` is IPython's ``In`` (an unknown parameter that papermill injected is refused
     by name)."""
     reject_unknown_parameters(history, NOTEBOOK)
     device = resolve_device(device)
-    at_least({"processes": processes, "epochs": epochs, "batch_size": batch_size, "every": every,
-              "keep": keep, "trials": trials, "num_threads": num_threads, "launch_timeout": launch_timeout}, {
-        "processes": (2, "the torchrun part kills one of several processes"),
-        "epochs": (2, "the first epoch of each benchmark trial is an untimed warm-up"),
-        **dict.fromkeys(("batch_size", "every", "keep", "trials", "num_threads", "launch_timeout"), 1)})
+    at_least(
+        {
+            "processes": processes,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "every": every,
+            "keep": keep,
+            "trials": trials,
+            "num_threads": num_threads,
+            "launch_timeout": launch_timeout,
+        },
+        {
+            "processes": (2, "the torchrun part kills one of several processes"),
+            "epochs": (2, "the first epoch of each benchmark trial is an untimed warm-up"),
+            **dict.fromkeys(("batch_size", "every", "keep", "trials", "num_threads", "launch_timeout"), 1),
+        },
+    )
     records = positive_int("records", records or (16384 if device == "gpu" else 4096))
     steps_per_epoch = math.ceil(records / batch_size)
     rank_steps = epochs * math.ceil(math.ceil(records / processes) / batch_size)
@@ -152,20 +200,38 @@ def set_up(history: Sequence[str], *, data_path: str | Path | None, device: str,
     if fewest < 2 * every + 3:
         raise ParameterError(
             f"parameter every={every} is too large for {fewest} steps: the kills below need two "
-            f"checkpoints before them. Use every <= {(fewest - 3) // 2}, or more records or epochs.")
+            f"checkpoints before them. Use every <= {(fewest - 3) // 2}, or more records or epochs."
+        )
     source = Path(data_path or locate_data(verbose=False).mnist_training)
     gpus = gpu_count()
     workdir = work_folder("nb06")  # build/nb06, emptied now
-    setup = Setup(data_path=source, train_path=first_records(source, workdir / "training", records),
-                  workdir=workdir, device=device, processes=processes, records=records, batch_size=batch_size,
-                  epochs=epochs, every=every, keep=keep, learning_rate=learning_rate, trials=trials,
-                  min_seconds=min_seconds, num_threads=num_threads, seed=seed, launch_timeout=launch_timeout,
-                  results_dir=results_dir, gpus=gpus,
-                  dist_device=device if device == "cpu" or gpus >= processes else "cpu",
-                  pick=random.Random(seed))
-    print(f"training on the first {records:,} records of {relative(source)} on {device}: "
-          f"{steps_per_epoch} steps of {batch_size} per epoch, {setup.total_steps} steps in {epochs} "
-          f"epochs, a checkpoint every {every} steps, the last {keep} kept")
+    setup = Setup(
+        data_path=source,
+        train_path=first_records(source, workdir / "training", records),
+        workdir=workdir,
+        device=device,
+        processes=processes,
+        records=records,
+        batch_size=batch_size,
+        epochs=epochs,
+        every=every,
+        keep=keep,
+        learning_rate=learning_rate,
+        trials=trials,
+        min_seconds=min_seconds,
+        num_threads=num_threads,
+        seed=seed,
+        launch_timeout=launch_timeout,
+        results_dir=results_dir,
+        gpus=gpus,
+        dist_device=device if device == "cpu" or gpus >= processes else "cpu",
+        pick=random.Random(seed),
+    )
+    print(
+        f"training on the first {records:,} records of {relative(source)} on {device}: "
+        f"{steps_per_epoch} steps of {batch_size} per epoch, {setup.total_steps} steps in {epochs} "
+        f"epochs, a checkpoint every {every} steps, the last {keep} kept"
+    )
     return setup
 
 
@@ -212,20 +278,48 @@ class Runs:
     setup: Setup
     say: Callable[[str], None] = print
 
-    def args(self, name: str, *, mode: str = "eager", folder: Path | None = None, on: str | None = None,
-             every: int | None = None, batch: int | None = None, data: Path | None = None,
-             threads: int | None = None, epochs: int | None = None) -> list[str]:
+    def args(
+        self,
+        name: str,
+        *,
+        mode: str = "eager",
+        folder: Path | None = None,
+        on: str | None = None,
+        every: int | None = None,
+        batch: int | None = None,
+        data: Path | None = None,
+        threads: int | None = None,
+        epochs: int | None = None,
+    ) -> list[str]:
         """The script's command line for a run called ``name``: its results in
         ``build/nb06/<name>.json``, its checkpoints (unless ``every`` is 0) in ``folder``, by
         default ``build/nb06/<name>``."""
         s = self.setup
         every = s.every if every is None else every
-        return ["--data", str(data or s.train_path), "--mode", mode,
-                "--device", on or s.device, "--batch-size", str(batch or s.batch_size),
-                "--epochs", str(epochs or s.epochs), "--every", str(every), "--keep", str(s.keep),
-                "--lr", str(s.learning_rate), "--seed", str(s.seed),
-                "--num-threads", str(threads or s.num_threads), "--out", str(s.workdir / f"{name}.json")
-                ] + (["--checkpoints", str(folder or s.workdir / name)] if every else [])
+        return [
+            "--data",
+            str(data or s.train_path),
+            "--mode",
+            mode,
+            "--device",
+            on or s.device,
+            "--batch-size",
+            str(batch or s.batch_size),
+            "--epochs",
+            str(epochs or s.epochs),
+            "--every",
+            str(every),
+            "--keep",
+            str(s.keep),
+            "--lr",
+            str(s.learning_rate),
+            "--seed",
+            str(s.seed),
+            "--num-threads",
+            str(threads or s.num_threads),
+            "--out",
+            str(s.workdir / f"{name}.json"),
+        ] + (["--checkpoints", str(folder or s.workdir / name)] if every else [])
 
     def in_kernel(self, args: Sequence[str]) -> dict[str, Any]:
         """The script's training in this kernel, its output left out."""
@@ -236,16 +330,18 @@ class Runs:
         timeout = self.setup.launch_timeout
         if nproc:
             return run_torchrun(SCRIPT, args, nproc, timeout=timeout, echo=False, on_line=on_line)
-        return run_launches([[sys.executable, str(SCRIPT), *args]], timeout=timeout, echo=False,
-                            on_line=on_line)[0]
+        return run_launches(
+            [[sys.executable, str(SCRIPT), *args]], timeout=timeout, echo=False, on_line=on_line
+        )[0]
 
     def _show(self, launch: Launch) -> None:
         self.say(f"$ {display_command(launch.command)}")
         for line in quote(launch.lines):
             self.say(line)
 
-    def killed(self, args: Sequence[str], step: int, *, nproc: int = 0,
-               rank: int = 0) -> tuple[Killer, Launch]:
+    def killed(
+        self, args: Sequence[str], step: int, *, nproc: int = 0, rank: int = 0
+    ) -> tuple[Killer, Launch]:
         """Launch the script (under torchrun with ``nproc`` processes) and ``SIGKILL`` the process
         of ``rank`` when it reports ``step``. Raises if the launch ends without being killed."""
         killer = Killer(step, rank)
@@ -280,11 +376,20 @@ class Runs:
         except UsageError as error:
             result, message = None, str(error)
         unchanged = checksums(checkpoints) == before if message else None
-        said = f"{message}\n    files unchanged: {unchanged}" if message else (
-            f"resumed from step {result['resumed']['step']}; " + "; ".join(result["resumed"]["skipped"]))
+        said = (
+            f"{message}\n    files unchanged: {unchanged}"
+            if message
+            else (
+                f"resumed from step {result['resumed']['step']}; " + "; ".join(result["resumed"]["skipped"])
+            )
+        )
         self.say(f"{what}:\n    {said}")
-        return {"refused": message is not None, "message": message, "files_unchanged": unchanged,
-                "result": result}
+        return {
+            "refused": message is not None,
+            "message": message,
+            "files_unchanged": unchanged,
+            "result": result,
+        }
 
     def weights(self, name: str) -> Path:
         return self.setup.workdir / f"{name}.weights.pt"
@@ -294,38 +399,48 @@ def checksums(root: Path) -> dict[str, str]:
     """Every file under ``root`` with its SHA-256 (nothing for a folder that does not exist)."""
     if not root.exists():
         return {}
-    return {str(p.relative_to(root)): checkpointing.file_sha256(p) for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): checkpointing.file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def folder(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
 
 
-def compare(reference: Mapping[str, Any], resumed: Mapping[str, Any], ref_weights: Path,
-            res_weights: Path) -> dict[str, Any]:
+def compare(
+    reference: Mapping[str, Any], resumed: Mapping[str, Any], ref_weights: Path, res_weights: Path
+) -> dict[str, Any]:
     """The loss of every step of every rank, and the final weights, bit for bit."""
     import torch
 
     a, b = torch.load(ref_weights, map_location="cpu"), torch.load(res_weights, map_location="cpu")
     same_losses = reference["losses"] == resumed["losses"]
-    same_weights = all(torch.equal(a[k], b[k]) for k in a) and \
-        reference["weights_sha256"] == resumed["weights_sha256"]
-    return {"losses_identical": same_losses, "weights_identical": same_weights,
-            "bit_identical": same_losses and same_weights,
-            "largest_loss_gap": max(abs(x - y) for ra, rb in zip(reference["losses"], resumed["losses"],
-                                                                 strict=False)
-                                    for x, y in zip(ra, rb, strict=False)),  # lengths differ: not identical
-            "largest_weight_gap": max(float((a[k].double() - b[k].double()).abs().max()) for k in a),
-            "steps_compared": sum(len(r) for r in resumed["losses"])}
+    same_weights = (
+        all(torch.equal(a[k], b[k]) for k in a) and reference["weights_sha256"] == resumed["weights_sha256"]
+    )
+    return {
+        "losses_identical": same_losses,
+        "weights_identical": same_weights,
+        "bit_identical": same_losses and same_weights,
+        "largest_loss_gap": max(
+            abs(x - y)
+            for ra, rb in zip(reference["losses"], resumed["losses"], strict=False)
+            for x, y in zip(ra, rb, strict=False)
+        ),  # lengths differ: not identical
+        "largest_weight_gap": max(float((a[k].double() - b[k].double()).abs().max()) for k in a),
+        "steps_compared": sum(len(r) for r in resumed["losses"]),
+    }
 
 
 def resume_line(check: Mapping[str, Any], what: str, where: str) -> str:
     """Whether a resumed run matched the uninterrupted one, and if not by how much."""
     if check["bit_identical"]:
         return f"{what} ({where}): bit-identical to the uninterrupted run"
-    return (f"{what} ({where}): NOT bit-identical: largest loss difference {check['largest_loss_gap']:.2e}, "
-            f"largest weight difference {check['largest_weight_gap']:.2e}")
+    return (
+        f"{what} ({where}): NOT bit-identical: largest loss difference {check['largest_loss_gap']:.2e}, "
+        f"largest weight difference {check['largest_weight_gap']:.2e}"
+    )
 
 
 def check_resume(check: Mapping[str, Any], what: str, where: str) -> None:
@@ -369,8 +484,9 @@ def damage(runs: Runs, copy: Path, reference: Mapping[str, Any]) -> tuple[dict[s
     shutil.copytree(copy, truncated)
     part = truncated / newest.name / "rank-0.pt"
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
-    cases["truncated_newest"] = runs.attempt("newest checkpoint truncated", truncated,
-                                             runs.args("fallback", folder=truncated))
+    cases["truncated_newest"] = runs.attempt(
+        "newest checkpoint truncated", truncated, runs.args("fallback", folder=truncated)
+    )
     cases["truncated_newest"]["left"] = folder(truncated)
     runs.say(f"    left after the resumed run: {folder(truncated)}")
     fallback = cases["truncated_newest"].pop("result")
@@ -385,27 +501,33 @@ def damage(runs: Runs, copy: Path, reference: Mapping[str, Any]) -> tuple[dict[s
         manifest["compat"]["dali"] = "2.3.0"
         (path / checkpointing.MANIFEST).write_text(json.dumps(manifest))
     other_data = first_records(runs.setup.train_path, workdir / "other-data", runs.setup.records // 2)
-    refused = {"all_corrupt": ("every checkpoint corrupt", corrupt, {}),
-               "missing": ("checkpoint folder missing", workdir / "no-such-folder", {}),
-               "other_batch_size": ("another batch size", copy, {"batch": runs.setup.batch_size // 2}),
-               "other_data": ("another data set", copy, {"data": other_data}),
-               "other_dali_version": ("another DALI version", other_dali, {})}
+    refused = {
+        "all_corrupt": ("every checkpoint corrupt", corrupt, {}),
+        "missing": ("checkpoint folder missing", workdir / "no-such-folder", {}),
+        "other_batch_size": ("another batch size", copy, {"batch": runs.setup.batch_size // 2}),
+        "other_data": ("another data set", copy, {"data": other_data}),
+        "other_dali_version": ("another DALI version", other_dali, {}),
+    }
     for name, (what, where, changes) in refused.items():
         cases[name] = runs.attempt(what, where, runs.args("x", folder=where, **changes))
         assert cases[name]["refused"] and cases[name]["files_unchanged"] is not False, name
     assert not (workdir / "x.json").exists(), "a refused resume wrote results"
     assert not cases["truncated_newest"]["refused"] and fallback["resumed"]["skipped"]
-    return cases, {**compare(reference, fallback, runs.weights("eager-ref"), runs.weights("fallback")),
-                   "skipped": fallback["resumed"]["skipped"], "resumed_from": fallback["resumed"]["step"],
-                   "resumed": fallback["resumed"]}
+    return cases, {
+        **compare(reference, fallback, runs.weights("eager-ref"), runs.weights("fallback")),
+        "skipped": fallback["resumed"]["skipped"],
+        "resumed_from": fallback["resumed"]["step"],
+        "resumed": fallback["resumed"],
+    }
 
 
 def kill_step_inside_an_epoch(setup: Setup) -> int:
     """A step whose newest checkpoint lies inside an epoch (the resume then takes the eager path
     for the rest of that epoch), chosen at random."""
     every = setup.every
-    inside = [s for s in range(2 * every + 1, setup.total_steps - 1)
-              if (s // every * every) % setup.steps_per_epoch]
+    inside = [
+        s for s in range(2 * every + 1, setup.total_steps - 1) if (s // every * every) % setup.steps_per_epoch
+    ]
     return setup.pick.choice(inside or range(2 * every + 1, setup.total_steps - 1))
 
 
@@ -414,8 +536,9 @@ def kill_step_before_the_last_epoch(setup: Setup) -> int:
     crosses an epoch boundary), chosen at random."""
     every, epochs = setup.every, setup.epochs
     per_epoch = setup.rank_steps // epochs
-    before = [s for s in range(2 * every + 1, setup.rank_steps - 1)
-              if s // every * every < (epochs - 1) * per_epoch]
+    before = [
+        s for s in range(2 * every + 1, setup.rank_steps - 1) if s // every * every < (epochs - 1) * per_epoch
+    ]
     return setup.pick.choice(before or range(2 * every + 1, setup.rank_steps - 1))
 
 
@@ -424,8 +547,15 @@ def ratio_record(r: Ratio) -> dict[str, Any]:
     return {**r.as_record(), "verdict": versus(r, "the second").split(" (")[0]}
 
 
-def costs(bench: Any, writes: Sequence[float], resumes: Mapping[str, Mapping[str, Any]], *, every: int,
-          batch_size: int, checkpoint_bytes: int) -> dict[str, Any]:
+def costs(
+    bench: Any,
+    writes: Sequence[float],
+    resumes: Mapping[str, Mapping[str, Any]],
+    *,
+    every: int,
+    batch_size: int,
+    checkpoint_bytes: int,
+) -> dict[str, Any]:
     """What a checkpoint costs: the time to write one (``writes``, seconds, from the ``eager +
     checkpoints`` trainer); for each resume (``resumes``: the script's ``resumed`` results by
     name) the time its ``restore()`` took and the time until its first step was done (DALI
@@ -434,29 +564,44 @@ def costs(bench: Any, writes: Sequence[float], resumes: Mapping[str, Mapping[str
     measures it directly)."""
     step_s = batch_size / bench.estimate("eager")[0]
     write = summarize([w * 1000 for w in writes])
-    return {"write_ms": write, "restore_ms": summarize([r["seconds"] * 1000 for r in resumes.values()]),
-            "resumes": {name: {"from_step": r["step"], "restore_ms": r["seconds"] * 1000,
-                               "to_first_step_ms": r["to_first_step_seconds"] * 1000}
-                        for name, r in resumes.items()},
-            "step_ms": step_s * 1000, "share_of_steps": write["median"] / 1000 / (every * step_s),
-            "every": every, "bytes": checkpoint_bytes}
+    return {
+        "write_ms": write,
+        "restore_ms": summarize([r["seconds"] * 1000 for r in resumes.values()]),
+        "resumes": {
+            name: {
+                "from_step": r["step"],
+                "restore_ms": r["seconds"] * 1000,
+                "to_first_step_ms": r["to_first_step_seconds"] * 1000,
+            }
+            for name, r in resumes.items()
+        },
+        "step_ms": step_s * 1000,
+        "share_of_steps": write["median"] / 1000 / (every * step_s),
+        "every": every,
+        "bytes": checkpoint_bytes,
+    }
 
 
 def cost_lines(cost: Mapping[str, Any], direct: Ratio, processes: int) -> list[str]:
     """The costs, said: the writes, each resume, the share of the steps, the size."""
     write, restore = cost["write_ms"], cost["restore_ms"]
-    return [f"writing a checkpoint: median {write['median']:.1f} ms (min {write['min']:.1f}, max "
-            f"{write['max']:.1f}, {write['n']} writes)",
-            f"restoring one (reading and checking its files, loading torch's state, registering "
-            f"DALI's): median {restore['median']:.1f} ms over {restore['n']} resumes; each, and the time "
-            "until its first step was done (DALI applies the reader's state at its first batch; a new "
-            "process's first step is also its first, cold):",
-            *(f"  {name:<12} from step {r['from_step']:>5}: restore {r['restore_ms']:6.1f} ms, first step "
-              f"done after {r['to_first_step_ms']:7.1f} ms" for name, r in cost["resumes"].items()),
-            f"a step: {cost['step_ms']:.1f} ms (eager, from its rate); estimated from medians, one "
-            f"checkpoint every {cost['every']} steps adds {cost['share_of_steps']:.1%} to their time; "
-            f"measured directly, eager + checkpoints / eager: {direct}" + _outside(cost, direct),
-            f"size of a {processes}-rank checkpoint: {cost['bytes'] / 1e6:.2f} MB"]
+    return [
+        f"writing a checkpoint: median {write['median']:.1f} ms (min {write['min']:.1f}, max "
+        f"{write['max']:.1f}, {write['n']} writes)",
+        f"restoring one (reading and checking its files, loading torch's state, registering "
+        f"DALI's): median {restore['median']:.1f} ms over {restore['n']} resumes; each, and the time "
+        "until its first step was done (DALI applies the reader's state at its first batch; a new "
+        "process's first step is also its first, cold):",
+        *(
+            f"  {name:<12} from step {r['from_step']:>5}: restore {r['restore_ms']:6.1f} ms, first step "
+            f"done after {r['to_first_step_ms']:7.1f} ms"
+            for name, r in cost["resumes"].items()
+        ),
+        f"a step: {cost['step_ms']:.1f} ms (eager, from its rate); estimated from medians, one "
+        f"checkpoint every {cost['every']} steps adds {cost['share_of_steps']:.1%} to their time; "
+        f"measured directly, eager + checkpoints / eager: {direct}" + _outside(cost, direct),
+        f"size of a {processes}-rank checkpoint: {cost['bytes'] / 1e6:.2f} MB",
+    ]
 
 
 def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
@@ -465,15 +610,21 @@ def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
     added = (1 / direct.high - 1, 1 / direct.low - 1)  # the interval, as time added
     if added[0] <= cost["share_of_steps"] <= added[1]:
         return ""
-    return (f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes alone do not account "
-            "for it)" if cost["share_of_steps"] < added[0] else
-            f" (that is {added[0]:.0%} to {added[1]:.0%} more time: less than the writes' estimate)")
+    return (
+        f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes alone do not account for it)"
+        if cost["share_of_steps"] < added[0]
+        else f" (that is {added[0]:.0%} to {added[1]:.0%} more time: less than the writes' estimate)"
+    )
 
 
 def reader_states(script: ModuleType, checkpoint: Path, processes: int) -> list[str]:
     """Each rank's reader state in a checkpoint of the script (its ``rank-R.pt`` parts)."""
-    return [json.loads(script.from_bytes((checkpoint / f"rank-{r}.pt").read_bytes())["dali"])
-            ["states"]["reader"]["state"] for r in range(processes)]
+    return [
+        json.loads(script.from_bytes((checkpoint / f"rank-{r}.pt").read_bytes())["dali"])["states"]["reader"][
+            "state"
+        ]
+        for r in range(processes)
+    ]
 
 
 def _first_steps(cost: Mapping[str, Any]) -> str:
@@ -501,23 +652,37 @@ def _per_epoch(bench: Any, resumable: Ratio) -> str:
     reader, trace and pipeline) and every step (the checkpoints)."""
     said = versus(resumable, "capture mode with one reader and no checkpoints")
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
-    unsplit = ("this run times one epoch length, so it does not split the cost between each epoch's "
-               "new reader, trace and pipeline and each step's checkpoints")
+    unsplit = (
+        "this run times one epoch length, so it does not split the cost between each epoch's "
+        "new reader, trace and pipeline and each step's checkpoints"
+    )
     if found is None:
         return f"**{said}** over this run's epochs: {unsplit}"
     steps, seconds = found
-    change = (f"about {seconds:.2f} s more an epoch" if seconds > 0
-              else f"about {-seconds:.2f} s less an epoch")
+    change = (
+        f"about {seconds:.2f} s more an epoch" if seconds > 0 else f"about {-seconds:.2f} s less an epoch"
+    )
     return f"**{said}** over epochs of {steps} steps, {change} (from the mean rates): {unsplit}"
 
 
 def _said(check: Mapping[str, Any]) -> str:
-    return "bit-identical" if check["bit_identical"] else (
-        f"not bit-identical (largest loss difference {check['largest_loss_gap']:.1e})")
+    return (
+        "bit-identical"
+        if check["bit_identical"]
+        else (f"not bit-identical (largest loss difference {check['largest_loss_gap']:.1e})")
+    )
 
 
-def conclusion(*, machine: str, checks: Mapping[str, Mapping[str, Any]], dist_device: str,
-               processes: int, refused: int, cost: Mapping[str, Any], bench: Any) -> str:
+def conclusion(
+    *,
+    machine: str,
+    checks: Mapping[str, Mapping[str, Any]],
+    dist_device: str,
+    processes: int,
+    refused: int,
+    cost: Mapping[str, Any],
+    bench: Any,
+) -> str:
     """The answer, from this run: the resumes (``checks``: eager, capture, distributed), the refused
     checkpoints, the costs and the ratios of the benchmark (``bench``, the harness's results)."""
     r = {label: bench.ratio(*pair) for label, pair in COMPARISONS.items()}
@@ -538,32 +703,58 @@ def conclusion(*, machine: str, checks: Mapping[str, Mapping[str, Any]], dist_de
         f"eager mode was **{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
         f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
         f"mode was {_per_epoch(bench, resumable)}; it was **"
-        + versus(r["capture, epoch readers + checkpoints / eager + checkpoints"],
-                 "eager mode with checkpoints")
+        + versus(
+            r["capture, epoch readers + checkpoints / eager + checkpoints"], "eager mode with checkpoints"
+        )
         + "**.",
     ]
-    eager = ("What to do: checkpoint eager loops with DALI's `Checkpoint` inside a durable checkpoint "
-             "of your own.")
+    eager = (
+        "What to do: checkpoint eager loops with DALI's `Checkpoint` inside a durable checkpoint of your own."
+    )
     if resumable.high < 1:
-        lines.append(f"{eager} A resumable capture loop pays for a new reader, trace and pipeline "
-                     "every epoch: measure it on your model before you choose it.")
+        lines.append(
+            f"{eager} A resumable capture loop pays for a new reader, trace and pipeline "
+            "every epoch: measure it on your model before you choose it."
+        )
     elif resumable.low > 1:
-        lines.append(f"{eager} Here the resumable capture loop was faster than one reader for all "
-                     "epochs; measure it on your model before you rely on that.")
+        lines.append(
+            f"{eager} Here the resumable capture loop was faster than one reader for all "
+            "epochs; measure it on your model before you rely on that."
+        )
     else:
-        lines.append(f"{eager} This run cannot tell what making a capture loop resumable costs: "
-                     "more rounds (`trials`) narrow the interval; measure it on your model.")
+        lines.append(
+            f"{eager} This run cannot tell what making a capture loop resumable costs: "
+            "more rounds (`trials`) narrow the interval; measure it on your model."
+        )
     return "\n\n".join(lines)
 
 
-def record(setup: Setup, *, restore_identical: bool, save_without_seq: str, capture_with_checkpointing: str,
-           chosen_step: int, killer: Killer, killed_launch: Launch, resumed: Mapping[str, Any],
-           eager_check: Mapping[str, Any], fallback: Mapping[str, Any], bad: Mapping[str, Any],
-           capture_killer: Killer, capture_res: Mapping[str, Any], capture_check: Mapping[str, Any],
-           dist_killer: Killer, dist_launch: Launch, dist_res: Mapping[str, Any],
-           dist_check: Mapping[str, Any],
-           parts: Sequence[str], states: Sequence[str], crossed: int, bench: Any,
-           cost: Mapping[str, Any]) -> Record:
+def record(
+    setup: Setup,
+    *,
+    restore_identical: bool,
+    save_without_seq: str,
+    capture_with_checkpointing: str,
+    chosen_step: int,
+    killer: Killer,
+    killed_launch: Launch,
+    resumed: Mapping[str, Any],
+    eager_check: Mapping[str, Any],
+    fallback: Mapping[str, Any],
+    bad: Mapping[str, Any],
+    capture_killer: Killer,
+    capture_res: Mapping[str, Any],
+    capture_check: Mapping[str, Any],
+    dist_killer: Killer,
+    dist_launch: Launch,
+    dist_res: Mapping[str, Any],
+    dist_check: Mapping[str, Any],
+    parts: Sequence[str],
+    states: Sequence[str],
+    crossed: int,
+    bench: Any,
+    cost: Mapping[str, Any],
+) -> Record:
     """The notebook's record, from what its lessons made: DALI's API demo (``restore_identical``,
     ``save_without_seq``, ``capture_with_checkpointing``), the eager kill (``chosen_step``,
     ``killer``, ``killed_launch``, ``resumed``, ``eager_check``) and its damaged copies
@@ -572,45 +763,94 @@ def record(setup: Setup, *, restore_identical: bool, save_without_seq: str, capt
     harness's ``bench`` and the ``cost``."""
     ratios = {label: ratio_record(bench.ratio(*pair)) for label, pair in COMPARISONS.items()}
     at = resumed["resumed"]["step"]
-    resume = {"signal": "SIGKILL", "kill_step": killer.killed, "chosen_step": chosen_step,
-              "returncode": killed_launch.returncode, "resumed_from": at, "steps_redone": killer.killed - at,
-              **eager_check,
-              "corrupt_checkpoint_rejected": bool(fallback["skipped"]) and bad["all_corrupt"]["refused"],
-              "fallback": {k: v for k, v in fallback.items() if k != "resumed"}}
+    resume = {
+        "signal": "SIGKILL",
+        "kill_step": killer.killed,
+        "chosen_step": chosen_step,
+        "returncode": killed_launch.returncode,
+        "resumed_from": at,
+        "steps_redone": killer.killed - at,
+        **eager_check,
+        "corrupt_checkpoint_rejected": bool(fallback["skipped"]) and bad["all_corrupt"]["refused"],
+        "fallback": {k: v for k, v in fallback.items() if k != "resumed"},
+    }
     first_steps = [r["to_first_step_ms"] for r in cost["resumes"].values()]  # restore() to a step done
-    headline = {"kill_step": killer.killed, "resumed_from": at,
-                "bit_identical": int(eager_check["bit_identical"]),
-                "checkpoint_write_ms": cost["write_ms"]["median"],
-                "checkpoint_restore_ms": cost["restore_ms"]["median"],
-                "resume_first_step_ms": summarize(first_steps)["median"],  # beside restore() alone
-                "checkpoint_share_of_steps": cost["share_of_steps"],
-                **{key: ratios[label]["ratio"] for key, label in HEADLINE_RATIOS.items()}}
+    headline = {
+        "kill_step": killer.killed,
+        "resumed_from": at,
+        "bit_identical": int(eager_check["bit_identical"]),
+        "checkpoint_write_ms": cost["write_ms"]["median"],
+        "checkpoint_restore_ms": cost["restore_ms"]["median"],
+        "resume_first_step_ms": summarize(first_steps)["median"],  # beside restore() alone
+        "checkpoint_share_of_steps": cost["share_of_steps"],
+        **{key: ratios[label]["ratio"] for key, label in HEADLINE_RATIOS.items()},
+    }
     processes = setup.processes
     results = {
         "resume": resume,
-        "capture_resume": {"signal": "SIGKILL", "kill_step": capture_killer.killed,
-                           "resumed_from": capture_res["resumed"]["step"],
-                           "fast_forward_batches": capture_res["fast_forward_batches"], **capture_check},
-        "distributed": {"signal": "SIGKILL", "processes": processes, "device": setup.dist_device,
-                        "killed_rank": processes - 1, "kill_step": dist_killer.killed,
-                        "root_cause": dist_launch.root_cause, "resumed_from": dist_res["resumed"]["step"],
-                        "parts": sorted(parts), "distinct_reader_states": len(set(states)),
-                        "epoch_boundaries_after_resume": crossed, **dist_check},
+        "capture_resume": {
+            "signal": "SIGKILL",
+            "kill_step": capture_killer.killed,
+            "resumed_from": capture_res["resumed"]["step"],
+            "fast_forward_batches": capture_res["fast_forward_batches"],
+            **capture_check,
+        },
+        "distributed": {
+            "signal": "SIGKILL",
+            "processes": processes,
+            "device": setup.dist_device,
+            "killed_rank": processes - 1,
+            "kill_step": dist_killer.killed,
+            "root_cause": dist_launch.root_cause,
+            "resumed_from": dist_res["resumed"]["step"],
+            "parts": sorted(parts),
+            "distinct_reader_states": len(set(states)),
+            "epoch_boundaries_after_resume": crossed,
+            **dist_check,
+        },
         "bad_inputs": dict(bad),
-        "dali_api": {"restore_identical": restore_identical, "save_without_seq": save_without_seq,
-                     "capture_with_checkpointing": capture_with_checkpointing},
-        "benchmark": {"configurations": {w.name: [{"samples_per_s": rate} for rate in bench.rates(w.name)]
-                                         for w in bench.ways},
-                      "summary": {w.name: summarize(bench.rates(w.name)) for w in bench.ways},
-                      "ratios": ratios, "harness": bench.as_record()},
-        "checkpoint_cost": dict(cost), "steps_per_epoch": setup.steps_per_epoch,
+        "dali_api": {
+            "restore_identical": restore_identical,
+            "save_without_seq": save_without_seq,
+            "capture_with_checkpointing": capture_with_checkpointing,
+        },
+        "benchmark": {
+            "configurations": {
+                w.name: [{"samples_per_s": rate} for rate in bench.rates(w.name)] for w in bench.ways
+            },
+            "summary": {w.name: summarize(bench.rates(w.name)) for w in bench.ways},
+            "ratios": ratios,
+            "harness": bench.as_record(),
+        },
+        "checkpoint_cost": dict(cost),
+        "steps_per_epoch": setup.steps_per_epoch,
         "total_steps": setup.total_steps,
         "bit_identical_required_on": "cpu",  # on a GPU the gaps are recorded, not asserted
     }
     return Record(setup.parameters, results, headline)
 
 
-__all__ = ["COMPARISONS", "Killer", "Runs", "Setup", "check_resume", "checksums", "compare", "conclusion",
-           "cost_lines", "costs", "damage", "error_of", "folder", "kill_step_before_the_last_epoch",
-           "kill_step_inside_an_epoch", "load_script", "loss_chart", "quote",
-           "reader_states", "record", "resume_line", "set_up"]
+__all__ = [
+    "COMPARISONS",
+    "Killer",
+    "Runs",
+    "Setup",
+    "check_resume",
+    "checksums",
+    "compare",
+    "conclusion",
+    "cost_lines",
+    "costs",
+    "damage",
+    "error_of",
+    "folder",
+    "kill_step_before_the_last_epoch",
+    "kill_step_inside_an_epoch",
+    "load_script",
+    "loss_chart",
+    "quote",
+    "reader_states",
+    "record",
+    "resume_line",
+    "set_up",
+]

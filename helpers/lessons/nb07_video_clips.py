@@ -96,9 +96,31 @@ GOALS = {"fed": 0.90, "alone": 5, "limit": 0.90, "threads": 0.95, "hevc": 0.95}
 
 KINETICS_MEAN = (0.43216, 0.394666, 0.37645)  # torchvision's R2Plus1D_18_Weights.KINETICS400_V1
 KINETICS_STD = (0.22803, 0.22145, 0.216989)  # normalizes 0-1 values by these (VideoClassification)
-RECORDED = ("video_dir", "device", "codec", "resolution", "gop", "frames", "videos", "clip_frames", "stride",
-            "step", "clip_size", "batch_size", "readers", "reader_counts", "threads", "dataloader_workers",
-            "pyav_clips", "decoder_threads", "trials", "min_seconds", "sweep", "sweep_trials", "seed")
+RECORDED = (
+    "video_dir",
+    "device",
+    "codec",
+    "resolution",
+    "gop",
+    "frames",
+    "videos",
+    "clip_frames",
+    "stride",
+    "step",
+    "clip_size",
+    "batch_size",
+    "readers",
+    "reader_counts",
+    "threads",
+    "dataloader_workers",
+    "pyav_clips",
+    "decoder_threads",
+    "trials",
+    "min_seconds",
+    "sweep",
+    "sweep_trials",
+    "seed",
+)
 
 
 @dataclass(frozen=True)
@@ -209,12 +231,29 @@ def set_up(
     injected parameter is refused by name)."""
     reject_unknown_parameters(history, NOTEBOOK)
     given = {
-        "video_dir": video_dir, "device": device, "codec": codec, "resolution": resolution, "gop": gop,
-        "frames": frames, "videos_per_class": videos_per_class, "clip_frames": clip_frames, "stride": stride,
-        "step": step, "clip_size": clip_size, "batch_size": batch_size, "readers": readers,
-        "reader_counts": reader_counts, "threads": threads, "dataloader_workers": dataloader_workers,
-        "pyav_clips": pyav_clips, "decoder_threads": decoder_threads, "trials": trials,
-        "min_seconds": min_seconds, "sweep": sweep, "sweep_trials": sweep_trials, "seed": seed,
+        "video_dir": video_dir,
+        "device": device,
+        "codec": codec,
+        "resolution": resolution,
+        "gop": gop,
+        "frames": frames,
+        "videos_per_class": videos_per_class,
+        "clip_frames": clip_frames,
+        "stride": stride,
+        "step": step,
+        "clip_size": clip_size,
+        "batch_size": batch_size,
+        "readers": readers,
+        "reader_counts": reader_counts,
+        "threads": threads,
+        "dataloader_workers": dataloader_workers,
+        "pyav_clips": pyav_clips,
+        "decoder_threads": decoder_threads,
+        "trials": trials,
+        "min_seconds": min_seconds,
+        "sweep": sweep,
+        "sweep_trials": sweep_trials,
+        "seed": seed,
     }
     device = resolve_device(given["device"])
     on_gpu, cores = device == "gpu", os.cpu_count() or 1
@@ -766,7 +805,9 @@ def probe_once(
     go, out = context.Event(), context.Queue()
     procs = [
         context.Process(
-            target=_probe_child, args=(worker, spec, i, processes, go, out), daemon=True,
+            target=_probe_child,
+            args=(worker, spec, i, processes, go, out),
+            daemon=True,
             name=f"decode-limit probe {i}",
         )
         for i in range(processes)
@@ -845,14 +886,29 @@ def legacy_reader_worker(
     @pipeline_def
     def clips() -> Any:
         frames, labels = fn.readers.video(
-            device="gpu", file_root=spec.root, sequence_length=spec.clip_frames, stride=spec.stride,
-            step=spec.step, random_shuffle=True, seed=spec.seed + shard, num_shards=shards, shard_id=shard,
-            stick_to_shard=True, pad_last_batch=False, file_list_include_preceding_frame=False, name="Reader",
+            device="gpu",
+            file_root=spec.root,
+            sequence_length=spec.clip_frames,
+            stride=spec.stride,
+            step=spec.step,
+            random_shuffle=True,
+            seed=spec.seed + shard,
+            num_shards=shards,
+            shard_id=shard,
+            stick_to_shard=True,
+            pad_last_batch=False,
+            file_list_include_preceding_frame=False,
+            name="Reader",
         )
         return fn.resize(frames, resize_x=spec.clip_size, resize_y=spec.clip_size), labels
 
-    pipe = clips(batch_size=spec.batch_size, num_threads=spec.threads, device_id=spec.device_id,
-                 seed=spec.seed + shard, prefetch_queue_depth=PROBE_PREFETCH)
+    pipe = clips(
+        batch_size=spec.batch_size,
+        num_threads=spec.threads,
+        device_id=spec.device_id,
+        seed=spec.seed + shard,
+        prefetch_queue_depth=PROBE_PREFETCH,
+    )
     pipe.build()
     for _ in range(spec.warmup):
         outputs = pipe.run()
@@ -889,8 +945,18 @@ def decode_limit(
     engines = video_decoders(s.sampler.name)
     counts = sorted({min(clips, k * engines) for k in (2, 3)})
     spec = ProbeSpec(
-        str(s.folder.root), s.clip_frames, s.stride, s.step, s.batch_size, s.clip_size, s.threads, s.seed,
-        s.device_id or 0, warmup, batches, budget_s,
+        str(s.folder.root),
+        s.clip_frames,
+        s.stride,
+        s.step,
+        s.batch_size,
+        s.clip_size,
+        s.threads,
+        s.seed,
+        s.device_id or 0,
+        warmup,
+        batches,
+        budget_s,
     )
     return measure_limit(
         spec, counts, frames_per_clip=frames_per_clip, worker=worker, sampler=s.sampler, budget_s=budget_s
@@ -1148,8 +1214,10 @@ def limit_goal_notes(probe: DecodeLimit | None) -> list[str]:
     limit: one line, or none where the probe reached ``busy_pct`` or did not run."""
     if probe is None or probe.reached:
         return []
-    busy_words = "NVML read no NVDEC figure" if probe.best.nvdec_pct is None else (
-        f"NVDEC read {probe.best.nvdec_pct:.0f}% busy, under {probe.busy_pct:.0f}%"
+    busy_words = (
+        "NVML read no NVDEC figure"
+        if probe.best.nvdec_pct is None
+        else (f"NVDEC read {probe.best.nvdec_pct:.0f}% busy, under {probe.busy_pct:.0f}%")
     )
     return [
         f"{LIMIT_GOAL}: judged against a lower bound of the limit ({busy_words}), so a share of the "

@@ -77,12 +77,16 @@ def interleaved_order(names: Sequence[str], trial: int) -> list[str]:
     return list(names[shift:]) + list(names[:shift])
 
 
-def interleaved_trials(names: Sequence[str], measure: Callable[[str, int], Any], trials: int,
-                       *, on_done: Callable[[str, int], None] | None = None,
-                       until: Callable[[dict[str, list[Any]]], bool] | None = None,
-                       most: int | None = None,
-                       order: Callable[[Sequence[str], int], list[str]] = interleaved_order,
-                       ) -> dict[str, list[Any]]:
+def interleaved_trials(
+    names: Sequence[str],
+    measure: Callable[[str, int], Any],
+    trials: int,
+    *,
+    on_done: Callable[[str, int], None] | None = None,
+    until: Callable[[dict[str, list[Any]]], bool] | None = None,
+    most: int | None = None,
+    order: Callable[[Sequence[str], int], list[str]] = interleaved_order,
+) -> dict[str, list[Any]]:
     """Run ``measure(name, trial)`` for every configuration in ``trials`` interleaved rounds
     (``order(names, round)``: by default ``interleaved_order``; ``helpers.toolkit.harness`` passes a seeded
     random order); returns each configuration's records in trial order. ``on_done``
@@ -123,8 +127,9 @@ def decimals(*bounds: float, against: Sequence[float] = (1.0,)) -> int:
     round to a value it is compared with (1, a goal) from one side of it (an interval that
     excludes 1 must not read as touching it), four at most."""
     digits = 2
-    while digits < 4 and any(b != v and round(b, digits) == round(v, digits)
-                             for b in bounds for v in against):
+    while digits < 4 and any(
+        b != v and round(b, digits) == round(v, digits) for b in bounds for v in against
+    ):
         digits += 1
     return digits
 
@@ -151,8 +156,7 @@ class Ratio:
 
     def within(self, precision: float) -> bool:
         """Whether the whole interval lies within ``precision`` (0.02: +-2%) of the ratio."""
-        return (self.ratio * (1 - precision) <= self.low
-                and self.high <= self.ratio * (1 + precision))
+        return self.ratio * (1 - precision) <= self.low and self.high <= self.ratio * (1 + precision)
 
     def as_record(self, count: str = "trials") -> dict[str, Any]:
         """The ratio as a record keeps it: ``{"ratio", "ci95": [low, high], count}``, the number
@@ -161,8 +165,13 @@ class Ratio:
 
     def goal(self, goal: float, count: str = "trials") -> dict[str, Any]:
         """The record of a goal: ``{"ratio", "ci95", "goal", "verdict", count}``."""
-        return {"ratio": self.ratio, "ci95": [self.low, self.high], "goal": goal,
-                "verdict": self.verdict(goal), count: self.trials}
+        return {
+            "ratio": self.ratio,
+            "ci95": [self.low, self.high],
+            "goal": goal,
+            "verdict": self.verdict(goal),
+            count: self.trials,
+        }
 
     def __str__(self) -> str:
         return self.shown_against()
@@ -188,8 +197,9 @@ def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
             return Ratio(math.exp(centre), 0.0, math.inf, len(differences), True)
         error = statistics.stdev(differences) / math.sqrt(len(differences))
         half = _t_quantile(len(differences) - 1) * error
-        return Ratio(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
-                     len(differences), True)
+        return Ratio(
+            math.exp(centre), math.exp(centre - half), math.exp(centre + half), len(differences), True
+        )
     centre = statistics.fmean(a) - statistics.fmean(b)
     if min(len(a), len(b)) < 2:
         return Ratio(math.exp(centre), 0.0, math.inf, min(len(a), len(b)), False)
@@ -197,14 +207,21 @@ def ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Ratio:
     error = math.sqrt(va + vb)
     if error == 0.0:
         return Ratio(math.exp(centre), math.exp(centre), math.exp(centre), min(len(a), len(b)), False)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     half = _t_quantile(df) * error
-    return Ratio(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
-                 min(len(a), len(b)), False)
+    return Ratio(
+        math.exp(centre), math.exp(centre - half), math.exp(centre + half), min(len(a), len(b)), False
+    )
 
 
-def versus(r: Ratio, reference: str, *, faster: str = "faster than",
-           slower: str = "slower than", same: str = "not distinguishable from") -> str:
+def versus(
+    r: Ratio,
+    reference: str,
+    *,
+    faster: str = "faster than",
+    slower: str = "slower than",
+    same: str = "not distinguishable from",
+) -> str:
     """The one wording of a comparison that follows its interval: ``faster`` when the whole
     interval is above 1, ``slower`` when it is below, otherwise ``same`` (not distinguishable;
     the ratio and its interval follow in each case)."""
@@ -233,8 +250,10 @@ def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
         count = g.get("trials", g.get("launches"))
         unit = "trials" if "trials" in g else "launches"
         d = decimals(low, high, against=(1.0, g["goal"]))
-        yield (f"{name}: {g['ratio']:.{d}f}x, 95% interval [{low:.{d}f}, {high:.{d}f}] over {count} "
-               f"{unit} (goal >= {g['goal']}x): {g['verdict']}")
+        yield (
+            f"{name}: {g['ratio']:.{d}f}x, 95% interval [{low:.{d}f}, {high:.{d}f}] over {count} "
+            f"{unit} (goal >= {g['goal']}x): {g['verdict']}"
+        )
 
 
 def _cpu_model() -> str:
@@ -249,8 +268,13 @@ def _cpu_model() -> str:
 
 def _nvidia_smi(query: str) -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
         return out.strip().splitlines()[0] or None
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
@@ -302,7 +326,9 @@ def save_results(name: str, record: Record, results_dir: str | Path | None = Non
     """Write ``<results_dir>/<name>.json`` atomically (:class:`helpers.data.results_file.NotebookResults`):
     machine, and the record's parameters, results and headline. Returns the path."""
     if not isinstance(record, Record):
-        raise TypeError(f"save_results({name!r}, ...) takes the Record that the notebook's record(...) "
-                        f"returns, not {type(record).__name__}")
+        raise TypeError(
+            f"save_results({name!r}, ...) takes the Record that the notebook's record(...) "
+            f"returns, not {type(record).__name__}"
+        )
     saved = NotebookResults.now(name, machine_info(), record.parameters, record.headline, record.results)
     return saved.write(Path(results_dir) if results_dir else default_results_dir())

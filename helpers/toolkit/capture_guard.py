@@ -37,7 +37,8 @@ WHAT_TO_DO = (
     "ndd.capture.invariant(...) what capture mode cannot prove: a global, an attribute, a "
     "function's result. "
     "An operator whose input is the output of an eager one is eager too: fix the first one. "
-    "Notebook 02, 'The capture rules, seen in action', shows each rule.")
+    "Notebook 02, 'The capture rules, seen in action', shows each rule."
+)
 
 
 class EagerOperatorError(RuntimeError):
@@ -54,8 +55,10 @@ class EagerCall:
     reasons: tuple[str, ...]
 
     def __str__(self) -> str:
-        why = "; ".join(self.reasons) or ("no call of the traced step (step 0) matches it: a call "
-                                                "step 0 did not make, or arguments that changed")
+        why = "; ".join(self.reasons) or (
+            "no call of the traced step (step 0) matches it: a call "
+            "step 0 did not make, or arguments that changed"
+        )
         return f"{self.operator} ({self.site}): {why}"
 
 
@@ -100,8 +103,10 @@ def _reasons(frame: FrameType, inputs: tuple, kwargs: dict) -> tuple[str, ...]:
         positional, named = split or ((), {})
     except Exception:  # noqa: BLE001  (DALI's internals changed: name the operator only)
         return ()
-    arguments = [(f"input {i}", positional[i] if i < len(positional) else None, value)
-                 for i, value in enumerate(inputs)]
+    arguments = [
+        (f"input {i}", positional[i] if i < len(positional) else None, value)
+        for i, value in enumerate(inputs)
+    ]
     arguments += [(name, named.get(name), value) for name, value in kwargs.items()]
     reasons = []
     for label, node, value in arguments:
@@ -117,8 +122,10 @@ def _reasons(frame: FrameType, inputs: tuple, kwargs: dict) -> tuple[str, ...]:
         text = _source_text(node) if node is not None else None
         shown = f"`{label}={text}`" if text and not label.startswith("input") else f"{label} ({text})"
         if isinstance(value, Batch) and not isinstance(value, CapturedBatch):
-            reasons.append(f"{shown} is a batch that capture mode did not produce (the output of "
-                           "an eager operator, a slice, or arithmetic on batches)")
+            reasons.append(
+                f"{shown} is a batch that capture mode did not produce (the output of "
+                "an eager operator, a slice, or arithmetic on batches)"
+            )
         else:
             reasons.append(f"{shown} is a value capture mode cannot prove constant")
     return tuple(reasons)
@@ -178,8 +185,11 @@ class CaptureGuard:
 
     def __call__(self, batches: Iterable[T]) -> Iterator[T]:
         if not _install():
-            warnings.warn(f"CaptureGuard({self.name!r}): this DALI version lacks the private "
-                          "capture context the guard reads; the loop runs unchecked.", stacklevel=2)
+            warnings.warn(
+                f"CaptureGuard({self.name!r}): this DALI version lacks the private "
+                "capture context the guard reads; the loop runs unchecked.",
+                stacklevel=2,
+            )
             yield from batches
             return
         from nvidia.dali.experimental.dynamic._capture import CaptureContext
@@ -199,7 +209,8 @@ class CaptureGuard:
                         raise EagerOperatorError(
                             f"{self.name}: no capture-mode loop is running (is capture=True "
                             "passed to next_epoch?), or DALI fell back to eager mode because "
-                            f"it captured no operator. {WHAT_TO_DO}")
+                            f"it captured no operator. {WHAT_TO_DO}"
+                        )
                     context._guard_log = []
                 yield batch
                 if step < WATCHED_STEPS:
@@ -210,13 +221,17 @@ class CaptureGuard:
                         calls = list(dict.fromkeys(str(call) for call in log))
                         raise EagerOperatorError(
                             f"{self.name}: {len(calls)} operator call(s) "
-                            + ("were not captured at the traced step (step 0)" if step == 0 else
-                               f"matched no captured call at step {step} and ran eagerly")
+                            + (
+                                "were not captured at the traced step (step 0)"
+                                if step == 0
+                                else f"matched no captured call at step {step} and ran eagerly"
+                            )
                             + "; they run eagerly on every step, silently:\n"
                             + "\n".join(f"  - {call}" for call in calls)
                             + f"\nCaptured: {', '.join(self.captured) or 'nothing'}.\n{WHAT_TO_DO}"
                             + " The loop stopped here: make its reader again before the next "
-                            "capture-mode epoch.")
+                            "capture-mode epoch."
+                        )
                 step += 1
         finally:
             if context is not None and step < WATCHED_STEPS:
@@ -228,5 +243,7 @@ class CaptureGuard:
     def __str__(self) -> str:
         if not self.checked:
             return f"{self.name}: not checked"
-        return (f"{self.name}: captured {', '.join(self.captured or []) or 'nothing'}; nothing eager "
-                f"in the steps checked (the first {WATCHED_STEPS} of each epoch)")
+        return (
+            f"{self.name}: captured {', '.join(self.captured or []) or 'nothing'}; nothing eager "
+            f"in the steps checked (the first {WATCHED_STEPS} of each epoch)"
+        )

@@ -119,8 +119,15 @@ def write_part(root: str | Path, step: int, name: str, data: bytes) -> Path:
     return path
 
 
-def commit(root: str | Path, step: int, compat: Mapping[str, Any], parts: list[str], *,
-           keep: int = 2, extra: Mapping[str, Any] | None = None) -> Path:
+def commit(
+    root: str | Path,
+    step: int,
+    compat: Mapping[str, Any],
+    parts: list[str],
+    *,
+    keep: int = 2,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
     """Publish the staged checkpoint of ``step``: check that every part in ``parts`` is there,
     write the manifest, rename the folder to ``step-<N>``, and keep the last ``keep``
     checkpoints. A ``step-<N>`` that already exists (a checkpoint rejected as damaged, then
@@ -131,12 +138,19 @@ def commit(root: str | Path, step: int, compat: Mapping[str, Any], parts: list[s
     folder = staging(root, step)
     missing = [p for p in parts if not (folder / p).is_file()]
     if missing:
-        raise CheckpointError(f"cannot commit the checkpoint of step {step}: part(s) "
-                              f"{', '.join(missing)} were not written to {folder.name}")
+        raise CheckpointError(
+            f"cannot commit the checkpoint of step {step}: part(s) "
+            f"{', '.join(missing)} were not written to {folder.name}"
+        )
     manifest = {
-        "format": FORMAT, "step": step, "compat": dict(compat), "extra": dict(extra or {}),
-        "files": {p: {"bytes": (folder / p).stat().st_size, "sha256": file_sha256(folder / p)}
-                  for p in sorted(parts)},
+        "format": FORMAT,
+        "step": step,
+        "compat": dict(compat),
+        "extra": dict(extra or {}),
+        "files": {
+            p: {"bytes": (folder / p).stat().st_size, "sha256": file_sha256(folder / p)}
+            for p in sorted(parts)
+        },
     }
     tmp = folder / f".{MANIFEST}.tmp"
     _write_durably(tmp, json.dumps(manifest, indent=1, sort_keys=True).encode())
@@ -154,8 +168,15 @@ def commit(root: str | Path, step: int, compat: Mapping[str, Any], parts: list[s
     return final
 
 
-def save(root: str | Path, step: int, parts: Mapping[str, bytes], compat: Mapping[str, Any], *,
-         keep: int = 2, extra: Mapping[str, Any] | None = None) -> Path:
+def save(
+    root: str | Path,
+    step: int,
+    parts: Mapping[str, bytes],
+    compat: Mapping[str, Any],
+    *,
+    keep: int = 2,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
     """One process: stage, write and commit a checkpoint of ``parts`` (name -> bytes)."""
     prepare(root, step)
     for name, data in parts.items():
@@ -199,8 +220,11 @@ def problem(path: str | Path) -> str | None:
         return f"{MANIFEST} is missing (the checkpoint was not committed)"
     except (OSError, UnicodeDecodeError, ValueError) as error:
         return f"{MANIFEST} is unreadable ({type(error).__name__})"
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \
-            or not isinstance(manifest.get("files"), dict):
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != FORMAT
+        or not isinstance(manifest.get("files"), dict)
+    ):
         return f"{MANIFEST} is not a checkpoint manifest of format {FORMAT}"
     for name, entry in sorted(manifest["files"].items()):
         part = path / name
@@ -227,23 +251,34 @@ class Loaded:
         """The bytes of part ``name``, checked against the manifest again (read once)."""
         entry = self.manifest["files"].get(name)
         if entry is None:
-            raise CheckpointError(f"checkpoint {self.path.name} has no part {name!r}; it has "
-                                  f"{', '.join(sorted(self.manifest['files']))}")
+            raise CheckpointError(
+                f"checkpoint {self.path.name} has no part {name!r}; it has "
+                f"{', '.join(sorted(self.manifest['files']))}"
+            )
         data = (self.path / name).read_bytes()
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise CheckpointCorrupt(f"part {name} of checkpoint {self.path.name} changed after it "
-                                    "was checked; resume again")
+            raise CheckpointCorrupt(
+                f"part {name} of checkpoint {self.path.name} changed after it was checked; resume again"
+            )
         return data
 
 
 def compare(saved: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
     """{key: (saved value, expected value)} for every key of either that differs."""
-    return {k: (saved.get(k), expected.get(k)) for k in sorted(set(saved) | set(expected))
-            if saved.get(k) != expected.get(k)}
+    return {
+        k: (saved.get(k), expected.get(k))
+        for k in sorted(set(saved) | set(expected))
+        if saved.get(k) != expected.get(k)
+    }
 
 
-def load_latest(root: str | Path, expected: Mapping[str, Any], *,
-                say: Callable[[str], None] = print, shown: Callable[[Path], str] = str) -> Loaded:
+def load_latest(
+    root: str | Path,
+    expected: Mapping[str, Any],
+    *,
+    say: Callable[[str], None] = print,
+    shown: Callable[[Path], str] = str,
+) -> Loaded:
     """The newest whole checkpoint under ``root``, checked against ``expected`` (the settings of
     the run that resumes). A damaged newer checkpoint is skipped with a message through ``say``.
     Raises :class:`CheckpointNotFound`, :class:`CheckpointCorrupt` (none is whole) or
@@ -253,9 +288,11 @@ def load_latest(root: str | Path, expected: Mapping[str, Any], *,
     found = checkpoints(root)
     if not found:
         where = "does not exist" if not root.exists() else "holds no committed checkpoint (step-*)"
-        raise CheckpointNotFound(f"cannot resume: {shown(root)} {where}. Start without resuming, "
-                                 "or give the folder that the interrupted run wrote its "
-                                 "checkpoints to.")
+        raise CheckpointNotFound(
+            f"cannot resume: {shown(root)} {where}. Start without resuming, "
+            "or give the folder that the interrupted run wrote its "
+            "checkpoints to."
+        )
     skipped = []
     for step, path in found:
         why = problem(path)
@@ -263,18 +300,24 @@ def load_latest(root: str | Path, expected: Mapping[str, Any], *,
             manifest = json.loads((path / MANIFEST).read_text())
             differences = compare(manifest.get("compat", {}), expected)
             if differences:
-                listed = "; ".join(f"{k}: checkpoint {a!r}, this run {b!r}"
-                                   for k, (a, b) in differences.items())
+                listed = "; ".join(
+                    f"{k}: checkpoint {a!r}, this run {b!r}" for k, (a, b) in differences.items()
+                )
                 raise CheckpointIncompatible(
                     f"cannot resume from {shown(path)}: it was written by a run with other "
                     f"settings ({listed}). Resume with the checkpoint's settings, or start a new "
-                    "run in another checkpoint folder.", differences)
+                    "run in another checkpoint folder.",
+                    differences,
+                )
             for message in skipped:
                 say(message)
             if skipped:
                 say(f"resuming from {path.name}, the newest whole checkpoint")
             return Loaded(path, step, manifest, skipped)
         skipped.append(f"skipped {path.name}: {why}")
-    raise CheckpointCorrupt(f"cannot resume: no checkpoint in {shown(root)} is whole ("
-                            + "; ".join(skipped) + "). They were left as they are; start a new "
-                            "run, in another folder if you want to keep them.")
+    raise CheckpointCorrupt(
+        f"cannot resume: no checkpoint in {shown(root)} is whole ("
+        + "; ".join(skipped)
+        + "). They were left as they are; start a new "
+        "run, in another folder if you want to keep them."
+    )

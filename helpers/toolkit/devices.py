@@ -55,12 +55,15 @@ def torch_device(device: Device) -> str:
 
 def skip_message(step: str) -> str:
     """What a notebook prints in place of a GPU step on a machine (or a run) without a GPU."""
-    reason = "DALI finds no usable GPU on this machine" if not gpu_available() \
-        else 'this run uses device="cpu"'
-    return (f"Skipped: {step} runs on a GPU, and {reason}. The CPU steps above are complete. "
-            "What it shows on a GPU: this notebook as committed in notebooks/ and its page of the "
-            "docs site (`make docs`), where their run had a GPU (the README's inventory says where "
-            "each notebook ran).")
+    reason = (
+        "DALI finds no usable GPU on this machine" if not gpu_available() else 'this run uses device="cpu"'
+    )
+    return (
+        f"Skipped: {step} runs on a GPU, and {reason}. The CPU steps above are complete. "
+        "What it shows on a GPU: this notebook as committed in notebooks/ and its page of the "
+        "docs site (`make docs`), where their run had a GPU (the README's inventory says where "
+        "each notebook ran)."
+    )
 
 
 # Video decoders (NVDEC engines) of a whole GPU, by a word of its name; NVIDIA's MIG user guide
@@ -76,7 +79,9 @@ def video_decoders(gpu_name: str | None, *, say=print) -> int:
     for word in (gpu_name or "").replace("-", " ").split():
         if word in VIDEO_DECODERS:
             return VIDEO_DECODERS[word]
-    say(f"Video decoders: {gpu_name or 'no GPU'} is not in helpers.toolkit.devices.VIDEO_DECODERS, so one "
+    say(
+        f"Video decoders: {gpu_name or 'no GPU'} is not in helpers.toolkit.devices.VIDEO_DECODERS, so one "
         "reader is the default; set `readers` to your GPU's count of NVDEC engines (NVIDIA's "
-        "MIG user guide and product briefs list them).")
+        "MIG user guide and product briefs list them)."
+    )
     return 1

@@ -69,9 +69,16 @@ MAX_WIDTH_PX = 900  # the grid's width, at most: the docs' column at 1280 px sho
 GAP_PX = 6  # between two images
 
 
-def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
-               columns: int = 4, title: str | None = None, size: float = 1.8,
-               dpi: int = 60) -> Figure:
+def show_batch(
+    images,
+    labels=None,
+    *,
+    class_names: Sequence[str] | None = None,
+    columns: int = 4,
+    title: str | None = None,
+    size: float = 1.8,
+    dpi: int = 60,
+) -> Figure:
     """Show every image of a DALI ``Batch`` (CPU or GPU, HWC or CHW, any batch size) in a grid,
     with its label (or class name) above it; returns the figure. ``size`` (inches per image)
     and ``dpi`` are kept small, so that notebooks with many grids stay small on disk; whatever
@@ -93,9 +100,15 @@ def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
     title_in = font_pt * 2.4 / 72 if title else 0.0
     image_in, gap_in = image_px / dpi, GAP_PX / dpi
     # constrained layout keeps each label clear of the row above it
-    fig, axes = plt.subplots(rows, cols, dpi=dpi, squeeze=False, layout="constrained", FigureClass=Grid,
-                             figsize=((image_in + gap_in) * cols,
-                                      rows * (image_in * aspect + label_in + gap_in) + title_in))
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        dpi=dpi,
+        squeeze=False,
+        layout="constrained",
+        FigureClass=Grid,
+        figsize=((image_in + gap_in) * cols, rows * (image_in * aspect + label_in + gap_in) + title_in),
+    )
     fig.get_layout_engine().set(w_pad=gap_in / 2, h_pad=gap_in / 2, wspace=0, hspace=0)
     for index, ax in enumerate(axes.flat):
         ax.axis("off")
@@ -107,6 +120,9 @@ def show_batch(images, labels=None, *, class_names: Sequence[str] | None = None,
             ax.set_title(names[index], fontsize=font_pt)
     if title:
         fig.suptitle(title, fontsize=font_pt * 1.15)
-    fig.alt = (f"{title or 'A batch'}: {len(arrays)} images"
-               + (f", labelled {', '.join(names)}" if names else "") + ".")
+    fig.alt = (
+        f"{title or 'A batch'}: {len(arrays)} images"
+        + (f", labelled {', '.join(names)}" if names else "")
+        + "."
+    )
     return fig

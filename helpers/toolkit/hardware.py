@@ -35,8 +35,11 @@ INTERVAL_S = 0.05
 IDLE_DECODERS_PCT = 1.0  # the decoders read idle at or below this
 IDLE_CPU_CORES = 0.5  # this process reads quiet at or below this many cores busy
 BUSY_FIELDS = ("user", "system", "nice", "irq", "softirq")  # psutil.cpu_times(): time not idle
-ENGINES = {"gpu_pct": "GPU (a kernel running)", "nvdec_pct": "NVDEC (video decoders)",
-           "nvjpg_pct": "NVJPG (JPEG decoders)"}
+ENGINES = {
+    "gpu_pct": "GPU (a kernel running)",
+    "nvdec_pct": "NVDEC (video decoders)",
+    "nvjpg_pct": "NVJPG (JPEG decoders)",
+}
 
 
 @dataclass
@@ -53,8 +56,12 @@ class Busy:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {key: self.mean(key) for key in ENGINES}
-        out.update({key.replace("_pct", "_max_pct"): max(v) if (v := self.readings.get(key)) else None
-                    for key in ENGINES})
+        out.update(
+            {
+                key.replace("_pct", "_max_pct"): max(v) if (v := self.readings.get(key)) else None
+                for key in ENGINES
+            }
+        )
         out["cpu_pct"] = self.cpu_pct
         out["nvml_samples"] = max((len(v) for v in self.readings.values()), default=0)
         return out
@@ -73,8 +80,9 @@ class Sampler:
     runs (``sample()``), and the CPU time of the whole machine. Without NVML (no NVIDIA driver,
     no ``nvidia-ml-py``) it says so once, and its trials carry the CPU figure alone."""
 
-    def __init__(self, index: int = 0, *, interval: float = INTERVAL_S,
-                 say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, index: int = 0, *, interval: float = INTERVAL_S, say: Callable[[str], None] = print
+    ) -> None:
         self.interval = interval
         self.nvml = _load_nvml()
         self.handle: Any = None
@@ -94,8 +102,7 @@ class Sampler:
         self._process: psutil.Process | None = None
         self.settle_s = self._period_s() if self.readers else 0.0
         if not self.available:
-            say(f"Hardware sampler: {self.why_not}; no GPU engine utilization is recorded "
-                "(the CPU's is).")
+            say(f"Hardware sampler: {self.why_not}; no GPU engine utilization is recorded (the CPU's is).")
 
     @property
     def available(self) -> bool:
@@ -105,9 +112,11 @@ class Sampler:
         if self.handle is None:
             return {}
         nvml, handle = self.nvml, self.handle
-        candidates = {"gpu_pct": lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
-                      "nvdec_pct": lambda: float(nvml.nvmlDeviceGetDecoderUtilization(handle)[0]),
-                      "nvjpg_pct": lambda: float(nvml.nvmlDeviceGetJpgUtilization(handle)[0])}
+        candidates = {
+            "gpu_pct": lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+            "nvdec_pct": lambda: float(nvml.nvmlDeviceGetDecoderUtilization(handle)[0]),
+            "nvjpg_pct": lambda: float(nvml.nvmlDeviceGetJpgUtilization(handle)[0]),
+        }
         readers = {}
         for key, read in candidates.items():
             try:

@@ -133,10 +133,20 @@ class Trial:
         return self.waited_s / self.seconds
 
     def as_dict(self) -> dict[str, Any]:
-        return {"samples": self.samples, "seconds": self.seconds, "rate": self.rate,
-                "waited_s": self.waited_s, "cpu_s": self.cpu_s, "peak_gib": self.peak_gib,
-                "skipped": self.skipped, "batches": self.batches, "epochs": self.epochs,
-                "epoch_start_s": self.epoch_start_s, "settle_s": self.settle_s, **self.busy}
+        return {
+            "samples": self.samples,
+            "seconds": self.seconds,
+            "rate": self.rate,
+            "waited_s": self.waited_s,
+            "cpu_s": self.cpu_s,
+            "peak_gib": self.peak_gib,
+            "skipped": self.skipped,
+            "batches": self.batches,
+            "epochs": self.epochs,
+            "epoch_start_s": self.epoch_start_s,
+            "settle_s": self.settle_s,
+            **self.busy,
+        }
 
 
 @dataclass(frozen=True)
@@ -178,8 +188,9 @@ class Results:
         for way in self.ways:
             if way.name == name:
                 return way
-        raise KeyError(f"{self.label}: no way named {name!r}; the ways: "
-                       f"{', '.join(w.name for w in self.ways)}")
+        raise KeyError(
+            f"{self.label}: no way named {name!r}; the ways: {', '.join(w.name for w in self.ways)}"
+        )
 
     def rates(self, name: str) -> list[float]:
         """The way's rate (``unit`` per second) in each round."""
@@ -222,11 +233,17 @@ class Results:
             spread = summarize(rates)
             decimals = 1 if estimate < 100 else 0
             row: dict[str, Any] = {
-                "way": way.name, f"{self.unit}/s": round(estimate, decimals),
+                "way": way.name,
+                f"{self.unit}/s": round(estimate, decimals),
                 "95% interval": f"{low:,.{decimals}f}-{high:,.{decimals}f}",
-                "CV %": round(100 * spread["cv"], 1), "noisy": "yes" if spread["noisy"] else "",
-                f"CPU s / 1,000 {self.unit}": round(1000 * sum(t.cpu_s for t in self.trials[way.name])
-                                                    / sum(t.samples for t in self.trials[way.name]), 2),
+                "CV %": round(100 * spread["cv"], 1),
+                "noisy": "yes" if spread["noisy"] else "",
+                f"CPU s / 1,000 {self.unit}": round(
+                    1000
+                    * sum(t.cpu_s for t in self.trials[way.name])
+                    / sum(t.samples for t in self.trials[way.name]),
+                    2,
+                ),
             }
             if any(t.waited_s for t in self.trials[way.name]) and self.fed:
                 row["waiting %"] = round(100 * statistics.fmean(t.waiting for t in self.trials[way.name]), 1)
@@ -250,12 +267,20 @@ class Results:
 
     def as_record(self) -> dict[str, Any]:
         """What a notebook's results JSON stores of this run: every trial of every way."""
-        return {"label": self.label, "unit": self.unit, "seconds": self.seconds,
-                "fed": self.fed, "min_seconds": self.min_seconds, "order_seed": self.order_seed,
-                "orders": self.orders, "startup_s": self.startup_s,
-                "ways": {w.name: {"kind": w.kind, "knob": w.knob,
-                                  "trials": [t.as_dict() for t in self.trials[w.name]]}
-                         for w in self.ways}}
+        return {
+            "label": self.label,
+            "unit": self.unit,
+            "seconds": self.seconds,
+            "fed": self.fed,
+            "min_seconds": self.min_seconds,
+            "order_seed": self.order_seed,
+            "orders": self.orders,
+            "startup_s": self.startup_s,
+            "ways": {
+                w.name: {"kind": w.kind, "knob": w.knob, "trials": [t.as_dict() for t in self.trials[w.name]]}
+                for w in self.ways
+            },
+        }
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
@@ -274,8 +299,16 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
 
     engines = [f"{label.split(' ')[0]} %" for label in ENGINES.values()]
     working = [c for c in engines if c in table and (table[c] > ENGINE_WORKS_PCT).any()]
-    wanted = [rate, "95% interval", *keep, "waiting %", *working, f"CPU s / 1,000 {rate.removesuffix('/s')}",
-              "new epoch ms", "trials"]
+    wanted = [
+        rate,
+        "95% interval",
+        *keep,
+        "waiting %",
+        *working,
+        f"CPU s / 1,000 {rate.removesuffix('/s')}",
+        "new epoch ms",
+        "trials",
+    ]
     shown = [c for c in wanted if c in table][:SHOWN_COLUMNS]
 
     class Folded(pd.DataFrame):
@@ -287,9 +320,12 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
             whole = pd.DataFrame(self)
             if list(whole.columns) == shown:
                 return whole._repr_html_()
-            return (whole[shown]._repr_html_()
-                    + f"<details><summary>All {len(whole.columns)} columns</summary>"
-                    + whole._repr_html_() + "</details>")
+            return (
+                whole[shown]._repr_html_()
+                + f"<details><summary>All {len(whole.columns)} columns</summary>"
+                + whole._repr_html_()
+                + "</details>"
+            )
 
     return Folded(table)
 
@@ -311,12 +347,20 @@ class Harness:
     ``DEFAULT_MIN_SECONDS_CPU``); ``min_batches``: its least count of timed batches; ``seed``:
     the seed of the rounds' orders."""
 
-    def __init__(self, *, unit: str = "samples", synchronize: Callable[[], None] | None = None,
-                 sampler: Any = None,
-                 peak_memory: tuple[Callable[[], None], Callable[[], float]] | None = None,
-                 min_seconds: float | None = None, gpu: bool = False, min_batches: int = MIN_BATCHES,
-                 settle_most_s: float = SETTLE_MOST_S, seed: int = 0,
-                 say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        *,
+        unit: str = "samples",
+        synchronize: Callable[[], None] | None = None,
+        sampler: Any = None,
+        peak_memory: tuple[Callable[[], None], Callable[[], float]] | None = None,
+        min_seconds: float | None = None,
+        gpu: bool = False,
+        min_batches: int = MIN_BATCHES,
+        settle_most_s: float = SETTLE_MOST_S,
+        seed: int = 0,
+        say: Callable[[str], None] = print,
+    ) -> None:
         self.unit = unit
         self.synchronize = synchronize or (lambda: None)
         self.sampler, self.peak_memory, self.say = sampler, peak_memory, say
@@ -356,8 +400,9 @@ class Harness:
             time.sleep(SETTLE_POLL_S)
         return time.perf_counter() - start
 
-    def trial(self, way: Way, *, step: Step | None = None, epochs: int | None = None,
-              step_ready: bool = False) -> Trial:
+    def trial(
+        self, way: Way, *, step: Step | None = None, epochs: int | None = None, step_ready: bool = False
+    ) -> Trial:
         """One trial of the way's loader at steady state. The batches its loader had ready when
         the trial began (``ahead``: made before the timer) are handed over first, untimed and not
         counted (``step_ready``: given to ``step`` too, for a loop that must train on every batch,
@@ -371,14 +416,17 @@ class Harness:
         ready = ahead_batches(loader)
         per_epoch = self.epoch_batches[way.name]
         if per_epoch == 0:
-            raise RuntimeError(f"{way.name}: an epoch of its loader gave no batches; check the data "
-                               "folder and the loader's batch size")
+            raise RuntimeError(
+                f"{way.name}: an epoch of its loader gave no batches; check the data "
+                "folder and the loader's batch size"
+            )
         if epochs is not None and ready > MAX_UNTIMED * (epochs * per_epoch - ready):
             raise RuntimeError(
                 f"{way.name}: its loader had {ready} batch(es) ready before the timer, more than "
                 f"{MAX_UNTIMED:.0%} of the {epochs * per_epoch - ready} a trial of {epochs} epoch(s) "
                 f"times; time at least {_epochs_for(ready, per_epoch)} epochs a trial, or give it more "
-                "data or a smaller batch")
+                "data or a smaller batch"
+            )
         stream = _Stream(loader)
         for _ in range(ready):
             batch = stream.next()
@@ -410,22 +458,38 @@ class Harness:
                 if epochs is not None:
                     if ready + count >= epochs * per_epoch:
                         break
-                elif (time.perf_counter() - start >= self.min_seconds and count >= self.min_batches
-                      and ready <= MAX_UNTIMED * count):
+                elif (
+                    time.perf_counter() - start >= self.min_seconds
+                    and count >= self.min_batches
+                    and ready <= MAX_UNTIMED * count
+                ):
                     break
             self.synchronize()
             seconds = time.perf_counter() - start
         cpu = cpu_seconds_since(before)
         for _ in stream.rest():  # the epoch's generator run to its end (a capture loop completes)
-            raise RuntimeError(f"{way.name}: an epoch gave more batches than its first ({per_epoch}); "
-                               "the harness times whole epochs of one length: give the loader epochs of "
-                               "a fixed size (pad the last batch, or drop it)")
+            raise RuntimeError(
+                f"{way.name}: an epoch gave more batches than its first ({per_epoch}); "
+                "the harness times whole epochs of one length: give the loader epochs of "
+                "a fixed size (pad the last batch, or drop it)"
+            )
         peak = self.peak_memory[1]() if self.peak_memory is not None else None
         readings = busy.as_dict() if busy is not None else {}
         if seconds < MIN_READING_S:  # NVML averages over its own period: too short to read
             readings = {k: (None if k != "cpu_pct" else v) for k, v in readings.items()}
-        return Trial(samples, seconds, waited, cpu, readings, peak, ready, count,
-                     (ready + count) // per_epoch, statistics.fmean(starts) if starts else None, settled)
+        return Trial(
+            samples,
+            seconds,
+            waited,
+            cpu,
+            readings,
+            peak,
+            ready,
+            count,
+            (ready + count) // per_epoch,
+            statistics.fmean(starts) if starts else None,
+            settled,
+        )
 
     def _sampling(self) -> Any:
         return self.sampler.sample() if self.sampler is not None else nullcontext(None)
@@ -449,10 +513,19 @@ class Harness:
         target = self.min_seconds * SAME_WORK_MARGIN
         return max(needed, math.ceil(target / fastest) if fastest > 0 else 1)
 
-    def run(self, ways: Sequence[Way], rounds: int, *, label: str, step: Step | None = None,
-            epochs: int | None = None, same_work: bool = False,
-            until: Callable[[Results], bool] | None = None,
-            most: int | None = None, step_ready: bool = False) -> Results:
+    def run(
+        self,
+        ways: Sequence[Way],
+        rounds: int,
+        *,
+        label: str,
+        step: Step | None = None,
+        epochs: int | None = None,
+        same_work: bool = False,
+        until: Callable[[Results], bool] | None = None,
+        most: int | None = None,
+        step_ready: bool = False,
+    ) -> Results:
         """``rounds`` rounds of a trial of every way, each round in a random order (seeded by the
         harness's ``seed`` and the ``label``; recorded); with ``until``, more rounds one at a
         time until ``until(results so far)`` holds or ``most`` rounds have run. Every loader is
@@ -472,9 +545,16 @@ class Harness:
         bar = _bar(rounds * len(ways), label)
         start = time.perf_counter()
         order_seed = f"{self.seed}:{label}"
-        results = Results(label, self.unit, list(ways), {n: [] for n in names}, fed=step is not None,
-                          order_seed=order_seed, min_seconds=self.min_seconds if duration_bound else 0.0,
-                          startup_s={n: self.startup_s[n] for n in names if n in self.startup_s})
+        results = Results(
+            label,
+            self.unit,
+            list(ways),
+            {n: [] for n in names},
+            fed=step is not None,
+            order_seed=order_seed,
+            min_seconds=self.min_seconds if duration_bound else 0.0,
+            startup_s={n: self.startup_s[n] for n in names if n in self.startup_s},
+        )
         shuffle = random.Random(order_seed)
 
         def order(names_: Sequence[str], _round: int) -> list[str]:
@@ -497,10 +577,12 @@ class Harness:
         done = len(results.trials[names[0]])
         counts = sorted({t.epochs for ts in results.trials.values() for t in ts})
         span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        self.say(f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
-                 f"{span} epoch{'s' * (counts != [1])} a trial"
-                 + (f" (at least {self.min_seconds:g} s)" if duration_bound else "")
-                 + f", in {_duration(results.seconds)}")
+        self.say(
+            f"{label}: {done} round{'s' * (done != 1)} of {len(ways)} way{'s' * (len(ways) != 1)}, "
+            f"{span} epoch{'s' * (counts != [1])} a trial"
+            + (f" (at least {self.min_seconds:g} s)" if duration_bound else "")
+            + f", in {_duration(results.seconds)}"
+        )
         return results
 
     def close(self, keep: Iterable[str] = ()) -> None:
@@ -526,8 +608,9 @@ class _Stream:
                     return batch
             self.batches = iter(self.loader.epoch())
             self.epochs += 1
-        raise RuntimeError("an epoch of the loader gave no batches; check the data folder and the "
-                           "loader's batch size")
+        raise RuntimeError(
+            "an epoch of the loader gave no batches; check the data folder and the loader's batch size"
+        )
 
     def rest(self) -> Iterator[Any]:
         """The rest of the current epoch."""

@@ -31,8 +31,9 @@ class LMDBDigits(Dataset):
         self.path = str(path)
         with lmdb.open(self.path, readonly=True, lock=False) as env, env.begin() as txn:
             self.keys = list(txn.cursor().iternext(values=False))
-        self.rotate = (v2.RandomRotation(7.5, interpolation=v2.InterpolationMode.BILINEAR, fill=0)
-                       if augment else None)
+        self.rotate = (
+            v2.RandomRotation(7.5, interpolation=v2.InterpolationMode.BILINEAR, fill=0) if augment else None
+        )
         self.env = None  # opened in the worker process that uses it
 
     def __len__(self) -> int:

@@ -47,15 +47,17 @@ class DynamicFeed:
     ``(inputs, labels)`` for torch. Drain every epoch: a capture loop left early destroys its
     reader."""
 
-    def __init__(self, reader: Any, context: Any, *, batch_size: int, capture: bool = False,
-                 name: str) -> None:
+    def __init__(
+        self, reader: Any, context: Any, *, batch_size: int, capture: bool = False, name: str
+    ) -> None:
         self.reader, self.context = reader, context
         self.batch_size, self.capture = batch_size, capture
         self.guard = CaptureGuard(name)
 
     def step(self, *batch: Any) -> Batch:
-        raise NotImplementedError(f"{type(self).__name__} must define step(*batch): what DALI does "
-                                  "to one batch of its reader")
+        raise NotImplementedError(
+            f"{type(self).__name__} must define step(*batch): what DALI does to one batch of its reader"
+        )
 
     def epoch(self) -> Iterator[Batch]:
         with self.context:
@@ -114,15 +116,30 @@ class DataLoaderFeed:
     pinned memory on a GPU so that ``prepare`` can copy with ``non_blocking=True``. ``prepare``
     turns one DataLoader batch into ``(images, labels)`` on the model's device."""
 
-    def __init__(self, dataset: Dataset, *, batch_size: int, workers: int,
-                 prepare: Callable[..., Batch], pin_memory: bool, seed: int, shuffle: bool = True,
-                 prefetch_factor: int | None = None) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        *,
+        batch_size: int,
+        workers: int,
+        prepare: Callable[..., Batch],
+        pin_memory: bool,
+        seed: int,
+        shuffle: bool = True,
+        prefetch_factor: int | None = None,
+    ) -> None:
         self.prepare = prepare
         self.loader: DataLoader | None = DataLoader(
-            dataset, batch_size=batch_size, shuffle=shuffle,
-            generator=torch.Generator().manual_seed(seed), num_workers=workers,
-            multiprocessing_context="forkserver", persistent_workers=True, pin_memory=pin_memory,
-            prefetch_factor=prefetch_factor)
+            dataset,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            generator=torch.Generator().manual_seed(seed),
+            num_workers=workers,
+            multiprocessing_context="forkserver",
+            persistent_workers=True,
+            pin_memory=pin_memory,
+            prefetch_factor=prefetch_factor,
+        )
 
     def epoch(self) -> Iterator[Batch]:
         for batch in self.loader:
@@ -143,17 +160,22 @@ class PipelineFeed:
     prepared or in work (DALI 2.4: two; a dynamic-mode capture loop over a reader carries one,
     :attr:`DynamicFeed.ahead`). ``helpers.toolkit.harness`` hands those over before its timer starts."""
 
-    def __init__(self, pipe: Any, outputs: Sequence[str],
-                 prepare: Callable[[Mapping[str, Any]], Batch]) -> None:
+    def __init__(
+        self, pipe: Any, outputs: Sequence[str], prepare: Callable[[Mapping[str, Any]], Batch]
+    ) -> None:
         from nvidia.dali.plugin.pytorch import DALIGenericIterator
         from nvidia.dali.plugin.pytorch import LastBatchPolicy
 
         self.prepare = prepare
         self.pipe = pipe
         self.batch_size = int(pipe.max_batch_size)
-        self.iterator: Any = DALIGenericIterator(pipe, list(outputs), reader_name="Reader",
-                                                 last_batch_policy=LastBatchPolicy.PARTIAL,
-                                                 auto_reset=True)
+        self.iterator: Any = DALIGenericIterator(
+            pipe,
+            list(outputs),
+            reader_name="Reader",
+            last_batch_policy=LastBatchPolicy.PARTIAL,
+            auto_reset=True,
+        )
 
     def epoch(self) -> Iterator[Batch]:
         for (outputs,) in self.iterator:  # one dict per GPU; we use one
@@ -216,6 +238,8 @@ class InBackground:
         self.requests.put(False)
         self.thread.join(timeout)  # a thread stuck handing over a batch nobody takes: give up
         if self.thread.is_alive():
-            raise RuntimeError("InBackground: the loader's thread did not stop; an epoch it was "
-                               "serving was never drained. Restart the kernel to free it.")
+            raise RuntimeError(
+                "InBackground: the loader's thread did not stop; an epoch it was "
+                "serving was never drained. Restart the kernel to free it."
+            )
         self.loader.close()

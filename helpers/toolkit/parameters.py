@@ -10,8 +10,16 @@ from typing import Any
 
 from helpers.data.errors import ParameterError
 
-__all__ = ["INJECTED_TAG", "PAPERMILL_INJECTED", "ParameterError", "at_least", "check_known", "positive_int",
-           "positive_ints", "reject_unknown_parameters"]
+__all__ = [
+    "INJECTED_TAG",
+    "PAPERMILL_INJECTED",
+    "ParameterError",
+    "at_least",
+    "check_known",
+    "positive_int",
+    "positive_ints",
+    "reject_unknown_parameters",
+]
 
 # the first line of the cell that papermill injects after the one tagged `parameters`
 PAPERMILL_INJECTED = "# Parameters"
@@ -28,8 +36,9 @@ def positive_int(name: str, value: Any) -> int:
 
 def positive_ints(name: str, values: Any) -> list[int]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-        raise ParameterError(f"parameter {name} must be a non-empty list of positive integers, "
-                             f"not {values!r}")
+        raise ParameterError(
+            f"parameter {name} must be a non-empty list of positive integers, not {values!r}"
+        )
     return [positive_int(f"{name}[{i}]", v) for i, v in enumerate(values)]
 
 
@@ -42,8 +51,9 @@ def at_least(namespace: Mapping[str, Any], minimums: Mapping[str, int | tuple[in
         least, why = minimum if isinstance(minimum, tuple) else (minimum, "")
         value = positive_int(name, namespace[name])
         if value < least:
-            raise ParameterError(f"parameter {name} must be at least {least}, not {value}"
-                                 + (f": {why}" if why else ""))
+            raise ParameterError(
+                f"parameter {name} must be at least {least}, not {value}" + (f": {why}" if why else "")
+            )
 
 
 def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) -> None:
@@ -55,15 +65,19 @@ def check_known(declared: dict[str, Any], given: dict[str, Any], notebook: str) 
     for name in sorted(set(given) - set(declared)):
         close = difflib.get_close_matches(name, list(declared), n=1)
         hint = f"; did you mean {close[0]}?" if close else "."
-        raise ParameterError(f"{notebook}: unknown parameter {name}{hint} Its parameters are: "
-                             f"{', '.join(sorted(declared))}")
+        raise ParameterError(
+            f"{notebook}: unknown parameter {name}{hint} Its parameters are: {', '.join(sorted(declared))}"
+        )
     for name, value in given.items():
         default = declared[name]
         if default is None or value is None:
             continue
         expected = float if isinstance(default, float) else type(default)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if expected is float \
+        ok = (
+            isinstance(value, (int, float)) and not isinstance(value, bool)
+            if expected is float
             else isinstance(value, expected) and isinstance(value, bool) == isinstance(default, bool)
+        )
         if not ok:
             raise ParameterError(
                 f"{notebook}: parameter {name} must be of type {expected.__name__} (its default is "
@@ -98,7 +112,7 @@ def reject_unknown_parameters(history: Sequence[str], notebook: str = "this note
     if not injected:
         return
     declared: dict[str, Any] = {}
-    for cell in cells[:injected[-1]]:
+    for cell in cells[: injected[-1]]:
         try:
             declared.update(_assignments(cell))
         except SyntaxError:  # an IPython magic, not Python

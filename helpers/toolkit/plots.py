@@ -65,8 +65,14 @@ def png_at_twice_the_pixels(figure: Figure) -> tuple[str, dict[str, Any]]:
     format does for every figure, here for the charts only (photo grids stay small on disk), and
     the figure's ``alt`` text when it has one."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=2 * figure.dpi, bbox_inches="tight",
-                   facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
+    figure.savefig(
+        buffer,
+        format="png",
+        dpi=2 * figure.dpi,
+        bbox_inches="tight",
+        facecolor=figure.get_facecolor(),
+        edgecolor=figure.get_edgecolor(),
+    )
     data = buffer.getvalue()
     width, height = struct.unpack(">II", data[16:24])  # the PNG's IHDR chunk
     metadata: dict[str, Any] = {"width": width // 2, "height": height // 2}
@@ -99,12 +105,24 @@ def new_chart(width: float, height: float) -> tuple[Chart, Axes]:
 
 def legend_below(fig: Figure, handles: Sequence[Any], labels: Sequence[str], columns: int = 3) -> None:
     """The chart's legend under the axes, in a margin of its own: never over the data."""
-    fig.legend(handles, labels, loc="outside lower center", ncols=max(1, min(columns, len(labels))),
-               fontsize=SMALLEST_FONT_PT, frameon=False)
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=max(1, min(columns, len(labels))),
+        fontsize=SMALLEST_FONT_PT,
+        frameon=False,
+    )
 
 
-def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: str,
-                  reference: str | None = None, log: bool = False) -> Figure:
+def interval_bars(
+    rates: Mapping[str, Sequence[float]],
+    *,
+    xlabel: str,
+    title: str,
+    reference: str | None = None,
+    log: bool = False,
+) -> Figure:
     """One horizontal bar per configuration, fastest first: the geometric mean over its trials
     with the 95% interval as an error bar, and each trial as a dot. Configurations whose trials
     vary by more than ``NOISY_CV`` get a "(noisy)" label. ``reference`` names the configuration
@@ -113,26 +131,38 @@ def interval_bars(rates: Mapping[str, Sequence[float]], *, xlabel: str, title: s
     estimates = np.array([rate_interval(rates[n]) for n in names])
     fig, ax = new_chart(8.0, 0.34 * len(names) + 1.8)
     y = np.arange(len(names))
-    ax.barh(y, estimates[:, 0], color="tab:green", alpha=0.75,
-            xerr=[estimates[:, 0] - estimates[:, 1], estimates[:, 2] - estimates[:, 0]],
-            capsize=3, label="geometric mean, 95% interval")
+    ax.barh(
+        y,
+        estimates[:, 0],
+        color="tab:green",
+        alpha=0.75,
+        xerr=[estimates[:, 0] - estimates[:, 1], estimates[:, 2] - estimates[:, 0]],
+        capsize=3,
+        label="geometric mean, 95% interval",
+    )
     for i, name in enumerate(names):
-        ax.plot(rates[name], [i] * len(rates[name]), "k.", markersize=4,
-                label="one trial" if i == 0 else None)
+        ax.plot(
+            rates[name], [i] * len(rates[name]), "k.", markersize=4, label="one trial" if i == 0 else None
+        )
     labels = [f"{n} (noisy)" if summarize(rates[n])["noisy"] else n for n in names]
     ax.set_yticks(y, labels, fontsize=TICK_FONT_PT)
     ax.invert_yaxis()
     if reference is not None:
-        ax.axvline(rate_interval(rates[reference])[0], color="black", linestyle="--",
-                   label=reference)
+        ax.axvline(rate_interval(rates[reference])[0], color="black", linestyle="--", label=reference)
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     legend_below(fig, *ax.get_legend_handles_labels())
-    fig.alt = (f"Bar chart, {title}: {xlabel}, each way's geometric mean and 95% interval, highest "
-               "first: " + "; ".join(f"{n} {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
-                                     for n, (m, lo, hi) in zip(names, estimates, strict=True)) + ".")
+    fig.alt = (
+        f"Bar chart, {title}: {xlabel}, each way's geometric mean and 95% interval, highest "
+        "first: "
+        + "; ".join(
+            f"{n} {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
+            for n, (m, lo, hi) in zip(names, estimates, strict=True)
+        )
+        + "."
+    )
     return fig
 
 
@@ -147,35 +177,63 @@ def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figu
         low, high = g["ci95"]  # type: ignore[misc]
         value = float(g["ratio"])  # type: ignore[arg-type]
         color = VERDICT_COLORS.get(str(g["verdict"]), "tab:gray")
-        ax.errorbar(value, i, xerr=[[value - low], [high - value]], fmt="o", color=color,
-                    capsize=4)
+        ax.errorbar(value, i, xerr=[[value - low], [high - value]], fmt="o", color=color, capsize=4)
         ax.plot([g["goal"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=2)
-        ax.annotate(f"{value:.2f}x ({g['verdict']})", (1, i), xycoords=ax.get_yaxis_transform(),
-                    xytext=(8, 0), textcoords="offset points", va="center", ha="left",
-                    fontsize=TICK_FONT_PT, color=color, annotation_clip=False)
-    ax.set_yticks(np.arange(len(names)), [textwrap.fill(n, LABEL_CHARACTERS) for n in names],
-                  fontsize=TICK_FONT_PT)
+        ax.annotate(
+            f"{value:.2f}x ({g['verdict']})",
+            (1, i),
+            xycoords=ax.get_yaxis_transform(),
+            xytext=(8, 0),
+            textcoords="offset points",
+            va="center",
+            ha="left",
+            fontsize=TICK_FONT_PT,
+            color=color,
+            annotation_clip=False,
+        )
+    ax.set_yticks(
+        np.arange(len(names)), [textwrap.fill(n, LABEL_CHARACTERS) for n in names], fontsize=TICK_FONT_PT
+    )
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("ratio (dot: estimate, bar: 95% interval; black tick: the goal)")
     ax.set_title(textwrap.fill(title, TITLE_CHARACTERS))
     ax.margins(x=0.08)
-    fig.alt = f"Chart of goals, {title}: " + "; ".join(
-        f"{name}: {float(g['ratio']):.2f}x [{g['ci95'][0]:.2f}-{g['ci95'][1]:.2f}] against a goal of "  # type: ignore[index]
-        f"{g['goal']}, {g['verdict']}" for name, g in goals.items()) + "."
+    fig.alt = (
+        f"Chart of goals, {title}: "
+        + "; ".join(
+            f"{name}: {float(g['ratio']):.2f}x [{g['ci95'][0]:.2f}-{g['ci95'][1]:.2f}] against a goal of "  # type: ignore[index]
+            f"{g['goal']}, {g['verdict']}"
+            for name, g in goals.items()
+        )
+        + "."
+    )
     return fig
 
 
-def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float | None], *,
-                  xlabel: str, ylabel: str, busy_label: str, title: str) -> Figure:
+def scaling_chart(
+    rates: Mapping[int, Sequence[float]],
+    busy: Mapping[int, float | None],
+    *,
+    xlabel: str,
+    ylabel: str,
+    busy_label: str,
+    title: str,
+) -> Figure:
     """A rate against a count (readers, workers): each trial a dot, the geometric mean with its
     95% interval as an error bar; beside it, on a second axis, how busy an engine was (its mean
     over the trials, a square; None: not measured, not drawn). One legend, under the axes."""
     counts = sorted(rates)
     estimates = np.array([rate_interval(rates[n]) for n in counts])
     fig, ax = new_chart(8.0, 4.6)
-    ax.errorbar(counts, estimates[:, 0], yerr=[estimates[:, 0] - estimates[:, 1],
-                                               estimates[:, 2] - estimates[:, 0]],
-                fmt="o-", color="tab:green", capsize=4, label="geometric mean, 95% interval")
+    ax.errorbar(
+        counts,
+        estimates[:, 0],
+        yerr=[estimates[:, 0] - estimates[:, 1], estimates[:, 2] - estimates[:, 0]],
+        fmt="o-",
+        color="tab:green",
+        capsize=4,
+        label="geometric mean, 95% interval",
+    )
     for i, n in enumerate(counts):
         ax.plot([n] * len(rates[n]), rates[n], "k.", markersize=4, label="one trial" if i == 0 else None)
     ax.set_xticks(counts)
@@ -193,10 +251,15 @@ def scaling_chart(rates: Mapping[int, Sequence[float]], busy: Mapping[int, float
         handles, labels = handles + more_handles, labels + more_labels
     ax.set_title(title)
     legend_below(fig, handles, labels)
-    fig.alt = (f"Chart, {title}: {ylabel} against {xlabel}, geometric mean and 95% interval: "
-               + "; ".join(f"{n}: {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
-                           + (f", {busy_label} {busy[n]:.0f}%" if busy.get(n) is not None else "")
-                           for n, (m, lo, hi) in zip(counts, estimates, strict=True)) + ".")
+    fig.alt = (
+        f"Chart, {title}: {ylabel} against {xlabel}, geometric mean and 95% interval: "
+        + "; ".join(
+            f"{n}: {_figure(m)} [{_figure(lo)}-{_figure(hi)}]"
+            + (f", {busy_label} {busy[n]:.0f}%" if busy.get(n) is not None else "")
+            for n, (m, lo, hi) in zip(counts, estimates, strict=True)
+        )
+        + "."
+    )
     return fig
 
 

@@ -56,7 +56,8 @@ def _shard_of(feed: DynamicFeed, index: int, readers: int) -> int:
         raise ValueError(
             f"reader {index} of {readers} was made with {wrong}; make reader i with "
             f"num_shards={readers}, shard_id=i, stick_to_shard=True and pad_last_batch=True, so "
-            "that an epoch reads every sample once")
+            "that an epoch reads every sample once"
+        )
     return shard_size(meta)
 
 
@@ -80,8 +81,10 @@ class ShardedFeed:
         self._batches: queue.Queue = queue.Queue(maxsize=depth * len(self.feeds))
         self._stop = threading.Event()
         self._closed = False
-        self._threads = [threading.Thread(target=self._serve, args=(i,), daemon=True,
-                                          name=f"{name}: shard {i}") for i in range(len(self.feeds))]
+        self._threads = [
+            threading.Thread(target=self._serve, args=(i,), daemon=True, name=f"{name}: shard {i}")
+            for i in range(len(self.feeds))
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -129,8 +132,10 @@ class ShardedFeed:
 
     def epoch(self) -> Iterator[Batch]:
         if self._closed:
-            raise RuntimeError(f"{self.name}: this loader was closed (an epoch was left early, or a "
-                               "reader failed); make a new one")
+            raise RuntimeError(
+                f"{self.name}: this loader was closed (an epoch was left early, or a "
+                "reader failed); make a new one"
+            )
         for requests in self._requests:
             requests.put(True)
         running, finished = set(range(len(self.feeds))), False
@@ -140,8 +145,10 @@ class ShardedFeed:
                 if item is _END:
                     running.discard(shard)
                 elif isinstance(item, BaseException):
-                    raise ShardError(f"{self.name}: reader {shard} of {len(self.feeds)} (shard "
-                                     f"{shard}) failed: {type(item).__name__}: {item}") from item
+                    raise ShardError(
+                        f"{self.name}: reader {shard} of {len(self.feeds)} (shard "
+                        f"{shard}) failed: {type(item).__name__}: {item}"
+                    ) from item
                 else:
                     yield item
             finished = True
@@ -161,8 +168,10 @@ class ShardedFeed:
             thread.join(timeout)
         alive = [t.name for t in self._threads if t.is_alive()]
         if alive:
-            raise RuntimeError(f"{self.name}: {len(alive)} reader thread(s) did not stop within "
-                               f"{timeout:.0f} s ({', '.join(alive)}); restart the kernel to free them")
+            raise RuntimeError(
+                f"{self.name}: {len(alive)} reader thread(s) did not stop within "
+                f"{timeout:.0f} s ({', '.join(alive)}); restart the kernel to free them"
+            )
         for feed in self.feeds:
             feed.close()
 

@@ -34,8 +34,11 @@ from helpers.data.paths import relative
 # symmetric memory, NVSHMEM): a workaround for GPU hosts without NVLink multicast, the suite's
 # two-GPU runner among them, where NCCL would fail or hang trying it. A value set in the
 # environment wins (launch_environment), so a host with multicast can turn it back on
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                 "NVSHMEM_DISABLE_NVLS": "1"}
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 
 class LaunchError(RuntimeError):
@@ -58,8 +61,7 @@ class Launch:
     def errors(self) -> list[str]:
         """Why the processes stopped, as the script says it (``error (rank R): ...``), each
         message once."""
-        found = (re.match(r"(?:\[[\w ]+\] )?error(?: \(rank [^)]*\))?: (.*)", line)
-                 for line in self.lines)
+        found = (re.match(r"(?:\[[\w ]+\] )?error(?: \(rank [^)]*\))?: (.*)", line) for line in self.lines)
         return list(dict.fromkeys(f"error: {m[1]}" for m in found if m))  # once, not per rank
 
     @property
@@ -95,9 +97,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_command(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
-                     nnodes: int = 1, rdzv_endpoint: str | None = None,
-                     rdzv_id: str = "dali-tutorial") -> list[str]:
+def torchrun_command(
+    script: str | Path,
+    script_args: Sequence[str],
+    nproc_per_node: int,
+    *,
+    nnodes: int = 1,
+    rdzv_endpoint: str | None = None,
+    rdzv_id: str = "dali-tutorial",
+) -> list[str]:
     """The torchrun command line. One machine: ``--standalone`` (a rendezvous on a free local
     port). Several (``nnodes > 1``): the c10d rendezvous at ``rdzv_endpoint`` (host:port of the
     first node), which numbers the nodes as they join."""
@@ -107,18 +115,24 @@ def torchrun_command(script: str | Path, script_args: Sequence[str], nproc_per_n
     else:
         if not rdzv_endpoint:
             raise ParameterError("nnodes > 1 needs rdzv_endpoint: host:port of the first node")
-        command += [f"--nnodes={nnodes}", "--rdzv-backend=c10d",
-                    f"--rdzv-endpoint={rdzv_endpoint}", f"--rdzv-id={rdzv_id}"]
+        command += [
+            f"--nnodes={nnodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={rdzv_endpoint}",
+            f"--rdzv-id={rdzv_id}",
+        ]
     return command + [str(script), *map(str, script_args)]
 
 
 def display_command(command: Sequence[str]) -> str:
     """The command as you would type it: ``python`` for this interpreter, paths inside the
     repository relative to it (the launches run in the repository's root)."""
+
     def shown(arg: str) -> str:
         if arg == sys.executable:
             return "python"
         return relative(arg) if os.path.isabs(arg) else arg
+
     return shlex.join(shown(str(a)) for a in command)
 
 
@@ -126,13 +140,15 @@ def check_gpus_for(nproc_per_node: int, gpus: int) -> None:
     """One process per GPU: fail before launching when there are fewer GPUs than processes."""
     if gpus == 0:
         raise ParameterError(
-            "device=\"gpu\" runs one process per GPU, and this machine has no GPU that DALI can "
-            "use. Use device=\"cpu\": the processes then train on the CPU with gloo.")
+            'device="gpu" runs one process per GPU, and this machine has no GPU that DALI can '
+            'use. Use device="cpu": the processes then train on the CPU with gloo.'
+        )
     if nproc_per_node > gpus:
         raise ParameterError(
             f"{nproc_per_node} processes on one machine need {nproc_per_node} GPUs (one each), "
             f"and this machine has {gpus}. Use at most {gpus} processes per machine, or "
-            "device=\"cpu\" (gloo, any number of processes).")
+            'device="cpu" (gloo, any number of processes).'
+        )
 
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
@@ -141,8 +157,12 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1")
 def local_rendezvous(commands: Sequence[Sequence[str]]) -> tuple[str, int] | None:
     """The rendezvous that several launches share on this machine (one ``--rdzv-endpoint`` on
     ``localhost`` for all of them), as ``(host, port)``; None for anything else."""
-    endpoints = {arg.split("=", 1)[1] for command in commands for arg in command
-                 if str(arg).startswith("--rdzv-endpoint=")}
+    endpoints = {
+        arg.split("=", 1)[1]
+        for command in commands
+        for arg in command
+        if str(arg).startswith("--rdzv-endpoint=")
+    }
     if len(commands) < 2 or len(endpoints) != 1:
         return None
     host, _, port = endpoints.pop().rpartition(":")
@@ -160,8 +180,14 @@ def rendezvous_store(host: str, port: int, timeout: float = 60.0) -> Iterator[No
     process exited with 0. Held here, the store outlives both launches."""
     import torch.distributed as dist  # only the launches that need a store pay for the import
 
-    store = dist.TCPStore(host, port, is_master=True, multi_tenant=True,
-                          wait_for_workers=False, timeout=timedelta(seconds=timeout))
+    store = dist.TCPStore(
+        host,
+        port,
+        is_master=True,
+        multi_tenant=True,
+        wait_for_workers=False,
+        timeout=timedelta(seconds=timeout),
+    )
     try:
         yield
     finally:
@@ -174,8 +200,9 @@ def shown_line(line: str) -> str:
     return line.replace(f"{REPO_ROOT}{os.sep}", "")
 
 
-def _stream(process: subprocess.Popen, launch: Launch, prefix: str, echo: bool,
-            on_line: Callable[[str], None] | None) -> None:
+def _stream(
+    process: subprocess.Popen, launch: Launch, prefix: str, echo: bool, on_line: Callable[[str], None] | None
+) -> None:
     assert process.stdout is not None
     for line in process.stdout:
         line = line.rstrip("\n")
@@ -203,9 +230,15 @@ def _stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
             time.sleep(0.1)
 
 
-def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: Sequence[str] = (),
-                 env: dict[str, str] | None = None, echo: bool = True,
-                 on_line: Callable[[str], None] | None = None) -> list[Launch]:
+def run_launches(
+    commands: Sequence[Sequence[str]],
+    *,
+    timeout: float,
+    labels: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    echo: bool = True,
+    on_line: Callable[[str], None] | None = None,
+) -> list[Launch]:
     """Run the commands at the same time (e.g. one torchrun per "node"), each in its own process
     group, echoing their output line by line (prefixed by the label when there are several).
     After ``timeout`` seconds whatever still runs is stopped. When all have ended, every process
@@ -222,17 +255,29 @@ def run_launches(commands: Sequence[Sequence[str]], *, timeout: float, labels: S
         return _run(commands, timeout, labels, env, echo, on_line)
 
 
-def _run(commands: Sequence[Sequence[str]], timeout: float, labels: list[str],
-         env: dict[str, str], echo: bool, on_line: Callable[[str], None] | None) -> list[Launch]:
+def _run(
+    commands: Sequence[Sequence[str]],
+    timeout: float,
+    labels: list[str],
+    env: dict[str, str],
+    echo: bool,
+    on_line: Callable[[str], None] | None,
+) -> list[Launch]:
     launches, processes, threads = [], [], []
     start = time.monotonic()
     for command, label in zip(commands, labels, strict=True):
         launch = Launch(list(command))
-        process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env=env, cwd=REPO_ROOT, start_new_session=True)
+        process = subprocess.Popen(
+            list(command),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=REPO_ROOT,
+            start_new_session=True,
+        )
         prefix = f"[{label}] " if len(commands) > 1 else ""
-        thread = threading.Thread(target=_stream, args=(process, launch, prefix, echo, on_line),
-                                  daemon=True)
+        thread = threading.Thread(target=_stream, args=(process, launch, prefix, echo, on_line), daemon=True)
         thread.start()
         launches.append(launch)
         processes.append(process)
@@ -256,29 +301,40 @@ def _run(commands: Sequence[Sequence[str]], timeout: float, labels: list[str],
         launch.returncode = process.returncode
         launch.seconds = time.monotonic() - start
     if timed_out:
-        raise LaunchError(f"stopped after {timeout:.0f} s (the time limit): "
-                          f"{', '.join(labels)} had not finished. Every process was stopped; a "
-                          "process that waits for a rank that never comes fails after the "
-                          "collective timeout (--timeout); raise the limit for larger runs.",
-                          launches)
-    failed = [(label, launch) for label, launch in zip(labels, launches, strict=True)
-              if launch.returncode]
+        raise LaunchError(
+            f"stopped after {timeout:.0f} s (the time limit): "
+            f"{', '.join(labels)} had not finished. Every process was stopped; a "
+            "process that waits for a rank that never comes fails after the "
+            "collective timeout (--timeout); raise the limit for larger runs.",
+            launches,
+        )
+    failed = [(label, launch) for label, launch in zip(labels, launches, strict=True) if launch.returncode]
     if failed:
         reasons = []
         for label, launch in failed:
             why = [launch.root_cause] if launch.root_cause else []
             why += launch.errors
-            reasons.append(f"{label} exited with status {launch.returncode}"
-                           + (f" ({'; '.join(why)})" if why else ""))
-        raise LaunchError("; ".join(reasons) + ". torchrun stopped the other processes. Fix "
-                          "what the failing process reports in its output, then launch again.", launches)
+            reasons.append(
+                f"{label} exited with status {launch.returncode}" + (f" ({'; '.join(why)})" if why else "")
+            )
+        raise LaunchError(
+            "; ".join(reasons) + ". torchrun stopped the other processes. Fix "
+            "what the failing process reports in its output, then launch again.",
+            launches,
+        )
     return launches
 
 
-def run_torchrun(script: str | Path, script_args: Sequence[str], nproc_per_node: int, *,
-                 timeout: float, label: str = "torchrun", echo: bool = True,
-                 on_line: Callable[[str], None] | None = None) -> Launch:
+def run_torchrun(
+    script: str | Path,
+    script_args: Sequence[str],
+    nproc_per_node: int,
+    *,
+    timeout: float,
+    label: str = "torchrun",
+    echo: bool = True,
+    on_line: Callable[[str], None] | None = None,
+) -> Launch:
     """One torchrun launch on this machine (``--standalone``)."""
     command = torchrun_command(script, script_args, nproc_per_node)
-    return run_launches([command], timeout=timeout, labels=[label], echo=echo,
-                        on_line=on_line)[0]
+    return run_launches([command], timeout=timeout, labels=[label], echo=echo, on_line=on_line)[0]

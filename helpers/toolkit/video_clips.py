@@ -46,15 +46,32 @@ class Clip:
     start: int
 
 
-def clip_list(files: Sequence[Path], labels: Sequence[int], frames: Sequence[int], *,
-              clip_frames: int, stride: int, step: int) -> list[Clip]:
+def clip_list(
+    files: Sequence[Path],
+    labels: Sequence[int],
+    frames: Sequence[int],
+    *,
+    clip_frames: int,
+    stride: int,
+    step: int,
+) -> list[Clip]:
     """Every clip of every file, file by file in the given order, starts ascending."""
-    return [Clip(Path(f), label, s) for f, label, n in zip(files, labels, frames, strict=True)
-            for s in clip_starts(n, clip_frames, stride, step)]
+    return [
+        Clip(Path(f), label, s)
+        for f, label, n in zip(files, labels, frames, strict=True)
+        for s in clip_starts(n, clip_frames, stride, step)
+    ]
 
 
-def read_clip(path: Path, start: int, clip_frames: int, stride: int, *, size: tuple[int, int] | None = None,
-              threads: int = 1) -> np.ndarray:
+def read_clip(
+    path: Path,
+    start: int,
+    clip_frames: int,
+    stride: int,
+    *,
+    size: tuple[int, int] | None = None,
+    threads: int = 1,
+) -> np.ndarray:
     """Frames ``start, start + stride, ...`` of a video as ``uint8`` of shape (F, H, W, 3), RGB,
     resized by FFmpeg's scaler to ``size`` (width, height) when given. PyAV seeks to the keyframe
     at or before ``start`` and decodes from there; ``threads`` is FFmpeg's thread count for the
@@ -81,9 +98,11 @@ def read_clip(path: Path, start: int, clip_frames: int, stride: int, *, size: tu
                 break
     missing = sorted(wanted - set(out))
     if missing:
-        raise ValueError(f"{path}: frames {missing[:4]} of the clip starting at {start} were not "
-                         "decoded: the video is shorter than the clip, or its timestamps are not "
-                         "evenly spaced (check it with helpers.data.video_sources.check_video_folder)")
+        raise ValueError(
+            f"{path}: frames {missing[:4]} of the clip starting at {start} were not "
+            "decoded: the video is shorter than the clip, or its timestamps are not "
+            "evenly spaced (check it with helpers.data.video_sources.check_video_folder)"
+        )
     return np.stack([out[i] for i in sorted(wanted)])
 
 
@@ -91,8 +110,9 @@ class PyAVClips(Dataset):
     """One item per clip: ``(frames, label)``, frames ``uint8`` (F, H, W, 3) at ``size``
     (width, height), decoded by PyAV with ``threads`` FFmpeg threads."""
 
-    def __init__(self, clips: Sequence[Clip], *, clip_frames: int, stride: int,
-                 size: tuple[int, int], threads: int = 1) -> None:
+    def __init__(
+        self, clips: Sequence[Clip], *, clip_frames: int, stride: int, size: tuple[int, int], threads: int = 1
+    ) -> None:
         self.clips = list(clips)
         self.clip_frames, self.stride, self.size, self.threads = clip_frames, stride, size, threads
 
@@ -101,8 +121,9 @@ class PyAVClips(Dataset):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         c = self.clips[index]
-        frames = read_clip(c.path, c.start, self.clip_frames, self.stride, size=self.size,
-                           threads=self.threads)
+        frames = read_clip(
+            c.path, c.start, self.clip_frames, self.stride, size=self.size, threads=self.threads
+        )
         return torch.from_numpy(frames), c.label
 
 
@@ -134,16 +155,19 @@ class Alignment:
         return "undecided"  # neighbouring frames barely differ: alignment cannot be judged
 
     def __str__(self) -> str:
-        return (f"{self.clips} clips: {self.same:.2f} levels from PyAV's frames of the same starts, "
-                f"{self.neighbours:.2f} from the frames one earlier or later: {self.verdict}")
+        return (
+            f"{self.clips} clips: {self.same:.2f} levels from PyAV's frames of the same starts, "
+            f"{self.neighbours:.2f} from the frames one earlier or later: {self.verdict}"
+        )
 
 
 def _mad(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
 
 
-def check_alignment(clips: Sequence[np.ndarray], path: Path, starts: Sequence[int], clip_frames: int,
-                    stride: int, frames: int) -> Alignment:
+def check_alignment(
+    clips: Sequence[np.ndarray], path: Path, starts: Sequence[int], clip_frames: int, stride: int, frames: int
+) -> Alignment:
     """Compare a loader's full-size clips of video ``path`` (``frames`` frames long), which start
     at ``starts``, with PyAV's decoding of the same starts and of the starts one frame earlier and
     later. Raises :class:`ClipMismatchError` when a neighbouring start is the clearly closer
@@ -153,8 +177,11 @@ def check_alignment(clips: Sequence[np.ndarray], path: Path, starts: Sequence[in
     last_start = frames - clip_span(clip_frames, stride)
     for clip, start in zip(clips, starts, strict=True):
         same.append(_mad(clip, read_clip(path, start, clip_frames, stride)))
-        near = [_mad(clip, read_clip(path, s, clip_frames, stride))
-                for s in (start - 1, start + 1) if 0 <= s <= last_start]
+        near = [
+            _mad(clip, read_clip(path, s, clip_frames, stride))
+            for s in (start - 1, start + 1)
+            if 0 <= s <= last_start
+        ]
         neighbours.append(min(near))
     result = Alignment(float(np.mean(same)), float(np.mean(neighbours)), len(same))
     if result.verdict == "misaligned":
@@ -162,5 +189,6 @@ def check_alignment(clips: Sequence[np.ndarray], path: Path, starts: Sequence[in
             f"{path.name}: the loader's clips match PyAV's frames one position away better than the "
             f"frames of their own starts ({result}). The loader cuts other frames than its starts "
             "say: check the clip rule (step, stride, sequence_length) and the video's timestamps "
-            "(helpers.data.video_sources.check_video_folder).")
+            "(helpers.data.video_sources.check_video_folder)."
+        )
     return result
