@@ -17,6 +17,7 @@ from helpers.toolkit.harness import Harness
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
+from helpers.toolkit.harness import fold
 from helpers.toolkit.harness import folded
 from helpers.toolkit.harness import narrow
 
@@ -384,3 +385,17 @@ def test_a_notebook_shows_seven_columns_and_folds_the_rest():
     assert details.startswith(f"<summary>All {len(table.columns)} columns</summary>")
     assert type(table.loc[["a"]]) is pd.DataFrame  # what code computes from it is a plain DataFrame
     assert "<details>" not in folded(table[["images/s", "95% interval"]], "images/s")._repr_html_()
+
+
+def test_any_table_folds_to_the_columns_asked_for_and_refuses_too_many():
+    """``fold``: the columns named on the page in their order, the whole table folded under them;
+    more than SHOWN_COLUMNS, or a column the table lacks, is refused by name."""
+    table = pd.DataFrame({name: [1, 2] for name in "abcdefgh"})
+    shown, details = fold(table, ["c", "a"])._repr_html_().split("<details>")
+    header = shown.split("<thead>")[1].split("</tr>")[0]
+    assert header.index(">c<") < header.index(">a<") and ">b<" not in header
+    assert ">h<" in details and details.startswith("<summary>All 8 columns</summary>")
+    with pytest.raises(ValueError, match="at most 6"):
+        fold(table, list("abcdefg"))
+    with pytest.raises(ValueError, match="'z'"):
+        fold(table, ["z"])

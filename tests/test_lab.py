@@ -78,6 +78,8 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`make lab` as a learner starts it, on working copies in a folder of the test's own."""
     lab = tmp_path_factory.mktemp("lab") / "lab"
+    # beside the data, as `make lab`'s lab/ is in the checkout: the recipes read ../data/...
+    (lab.parent / "data").symlink_to(REPO_ROOT / "data", target_is_directory=True)
     port = _free_port()
     log = open(lab.parent / "lab.log", "w")
     # as the README says to reach it from another machine; no --allow-root: as root (containers,

@@ -24,6 +24,7 @@ from helpers.toolkit.benchmarking import summarize
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import gpu_count
 from helpers.toolkit.devices import resolve_device
+from helpers.toolkit.harness import fold
 from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import positive_int
@@ -203,7 +204,8 @@ def throughput_table(
             for k, t in throughput.items()
         },
     )
-    return throughput, table
+    shown = ["processes", "global batch", "samples/s (geometric mean)", "95% interval", "per process", "CV"]
+    return throughput, fold(table, shown)
 
 
 def record(
@@ -329,7 +331,7 @@ def coverage_table(run: dict) -> Any:
     import pandas as pd
 
     keys = ("samples", "distinct", "data_set", "duplicates", "shared_between_ranks", "complete")
-    return pd.DataFrame(
+    table = pd.DataFrame(
         [
             {
                 "epoch": e["epoch"],
@@ -340,3 +342,4 @@ def coverage_table(run: dict) -> Any:
             for e in run["epochs"]
         ]
     ).set_index("epoch")
+    return fold(table, keys)

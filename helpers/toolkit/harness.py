@@ -295,7 +295,6 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
     rate, its interval, the columns in ``keep`` and those that say most beside them (waiting, the
     engines that worked, CPU time, trials: :data:`SHOWN_COLUMNS` at most), then every column in a
     folded ``<details>`` block."""
-    import pandas as pd
 
     engines = [f"{label.split(' ')[0]} %" for label in ENGINES.values()]
     working = [c for c in engines if c in table and (table[c] > ENGINE_WORKS_PCT).any()]
@@ -309,7 +308,17 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
         "new epoch ms",
         "trials",
     ]
-    shown = [c for c in wanted if c in table][:SHOWN_COLUMNS]
+    return fold(table, [c for c in wanted if c in table][:SHOWN_COLUMNS])
+
+
+def fold(table: Any, shown: Sequence[str]) -> Any:
+    """``table`` (a DataFrame) whose HTML shows the columns ``shown`` (at most
+    :data:`SHOWN_COLUMNS`), then every column in a folded ``<details>`` block; in code it is the
+    whole table."""
+    import pandas as pd
+
+    if len(shown) > SHOWN_COLUMNS or not set(shown) <= set(table.columns):
+        raise ValueError(f"fold: show at most {SHOWN_COLUMNS} of the table's columns, not {list(shown)}")
 
     class Folded(pd.DataFrame):
         @property
@@ -318,10 +327,10 @@ def folded(table: Any, rate: str, keep: Sequence[str] = ()) -> Any:
 
         def _repr_html_(self) -> str:
             whole = pd.DataFrame(self)
-            if list(whole.columns) == shown:
+            if list(whole.columns) == list(shown):
                 return whole._repr_html_()
             return (
-                whole[shown]._repr_html_()
+                whole[list(shown)]._repr_html_()
                 + f"<details><summary>All {len(whole.columns)} columns</summary>"
                 + whole._repr_html_()
                 + "</details>"
