@@ -45,8 +45,8 @@ def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) ->
         run = [n for n in counts if n is not None]
         if run != sorted(set(run)) or any(c.get("outputs") for c in code if c.get("execution_count") is None):
             problems.append(
-                f"its outputs are not one run's in order (execution counts {counts[:8]}...), "
-                "with only the cells added since its run left without outputs"
+                f"not executed in order (execution counts {counts[:8]}...): awaiting a re-run, "
+                "only the cells added since its run may lack outputs"
             )
     elif counts != list(range(1, len(code) + 1)):
         problems.append(
