@@ -125,7 +125,10 @@ _ci_run_folder: Path | None = None
 def _run_every_notebook_at_ci_scale(out: Path) -> dict[str, run_notebooks.NotebookRun]:
     locate_data(verbose=False)  # build the data first: a first build is not a change
     before = _fingerprint()
-    runs = suite.run_suite("auto", "ci", out, jobs=2)  # two at a time: CI keeps no timings
+    # two at a time: CI keeps no timings; its progress to a file of its own, never into the output
+    # of a test running beside it (capsys captures every thread's prints)
+    with open(out.with_name(out.name + "-progress.log"), "w") as progress:
+        runs = suite.run_suite("auto", "ci", out, jobs=2, progress=progress)
     after = _fingerprint()
     # a data set that a notebook builds on first use (notebook 05's photo set) is new, not changed
     changed = sorted(k for k in before if after.get(k) != before[k])
@@ -154,6 +157,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _ci_run.exception()  # waits
     if _ci_run_folder is not None:
         shutil.rmtree(_ci_run_folder, ignore_errors=True)
+        _ci_run_folder.with_name(_ci_run_folder.name + "-progress.log").unlink(missing_ok=True)
 
 
 _reported: dict[str, object] = {}  # figures the tests report rather than judge

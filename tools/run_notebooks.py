@@ -23,6 +23,7 @@ from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from typing import TextIO
 
 import nbformat
 import papermill
@@ -282,13 +283,14 @@ def run_suite(
     only: list[str] | None = None,
     command: str | None = None,
     jobs: int = 1,
+    progress: TextIO | None = None,
 ) -> list[NotebookRun]:
     """Run the notebooks into ``out_dir``, ``jobs`` at a time (1 for any run whose figures are
     kept: notebooks side by side share the machine); ``run.json`` there records how (scale,
     device, command, commit) and, as each one finishes, its parameters, wall time and status.
     Every notebook's parameters are checked before the first one starts. A run of some
     notebooks (``only``) into the folder of an earlier run with the same scale and device adds
-    to its ``run.json``."""
+    to its ``run.json``. Progress lines go to ``progress`` (None: standard output)."""
     chosen = notebooks(only)
     parameters = {p: parameters_for(p, scale, device) for p in chosen}
     for notebook, given in parameters.items():  # before any kernel starts
@@ -304,12 +306,14 @@ def run_suite(
     facts = {"command": command or command_line(), "commit": git_commit()}
     expected = expected_time(chosen, device, scale)
     if expected:
-        print(expected, flush=True)
+        print(expected, flush=True, file=progress)
 
     def run_one(notebook: Path) -> NotebookRun:
-        print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True)
+        print(f"running {notebook.name} (scale {scale}, device {device}) ...", flush=True, file=progress)
         run = run_notebook(notebook, out_dir, parameters[notebook])
-        print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True)
+        print(
+            f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.0f}s", flush=True, file=progress
+        )
         return run
 
     runs: dict[Path, NotebookRun] = {}
