@@ -113,15 +113,19 @@ def _record_paths(executed: Path, notebook: Path) -> None:
     nbformat.write(node, executed)
 
 
-def kernel_with_results_folder(folder: Path) -> type[AsyncKernelManager]:
+def kernel_with_results_folder(folder: Path, cwd: Path | None = None) -> type[AsyncKernelManager]:
     """The kernel manager class that papermill (nbclient) starts the kernel with: the kernel's
     environment names ``folder`` as the one its notebook saves its results to
     (``helpers.data.results_file.RESULTS_FOLDER_VARIABLE``), so that the runner's own environment is never
-    changed and notebooks run side by side each write to their own folder."""
+    changed and notebooks run side by side each write to their own folder. ``cwd``: the kernel's
+    folder, whatever the process's is when it starts (papermill's ``cwd`` changes the folder of the
+    whole process, which another thread may change back)."""
 
     class WithResultsFolder(AsyncKernelManager):
         async def start_kernel(self, **kw: Any) -> None:
             kw["env"] = {**kw.get("env", os.environ), RESULTS_FOLDER_VARIABLE: str(folder)}
+            if cwd is not None:
+                kw["cwd"] = str(cwd)
             await super().start_kernel(**kw)
 
     return WithResultsFolder
@@ -146,7 +150,9 @@ def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> N
             kernel_name=KERNEL,
             progress_bar=False,
             extra_arguments=KERNEL_ARGUMENTS,
-            kernel_manager_class=kernel_with_results_folder(run.results_file.parent),
+            kernel_manager_class=kernel_with_results_folder(
+                run.results_file.parent, notebook.parent.resolve()
+            ),
         )
         run.results = NotebookResults.read(run.results_file)
     except ParameterError as error:
