@@ -46,6 +46,7 @@ from mkdocs.structure.files import File
 from mkdocs.structure.files import Files
 
 try:
+    from helpers.data.registry import notebook_paths
     from tools.bottleneck_table import render_bottleneck_table
     from tools.docs_alt import with_alt_texts
     from tools.docs_checks import AWAITING_RERUN
@@ -66,7 +67,6 @@ try:
     from tools.notebook_tables import render_notebook_tables
     from tools.published_comparison import render_published_comparison
     from tools.readme_blocks import replace_block
-    from tools.registry import notebook_paths
 except ImportError as err:  # mkdocs started outside the checkout's path
     raise ImportError(f"{err}: run mkdocs from the checkout with PYTHONPATH=$PWD (`make docs` does)") from err
 

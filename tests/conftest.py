@@ -205,13 +205,20 @@ def ci_run() -> dict[str, run_notebooks.NotebookRun]:
     return _ci_run.result()
 
 
-def check_goal(goal: dict[str, Any], target: float, count: int) -> None:
-    """A goal as a notebook recorded it: its target, its number of paired trials (or launches),
-    and whatever the results page would refuse in it (``tools.goal_check.goal_problems``: a
-    missing field, a verdict that does not follow the interval by helpers.toolkit.benchmarking's rule)."""
+def check_goal(notebook: str, name: str, goal: dict[str, Any], count: int, **values: Any) -> None:
+    """A goal as ``notebook`` recorded it under ``name``: the target its metadata states for it
+    (``helpers.data.registry.goal_targets``, with ``values`` such as ``processes=2``), its number
+    of paired trials (or launches), and whatever the results page would refuse in it
+    (``tools.goal_check.goal_problems``: a missing field, a verdict that does not follow the
+    interval by helpers.toolkit.benchmarking's rule)."""
+    from helpers.data.registry import goal_targets
     from tools.goal_check import goal_problems
 
-    assert goal["goal"] == pytest.approx(target), goal
+    targets = goal_targets(notebook, **values)
+    assert name in targets, (
+        f"{notebook} recorded a goal {name!r} that its metadata does not state: {sorted(targets)}"
+    )
+    assert goal["goal"] == pytest.approx(targets[name]), goal
     assert goal.get("trials", goal.get("launches")) == count, goal
     assert not goal_problems(goal), goal_problems(goal)
 

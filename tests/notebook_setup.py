@@ -22,9 +22,9 @@ import nbformat
 import pytest
 
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import notebook_paths
 from helpers.toolkit.parameters import INJECTED_TAG
 from helpers.toolkit.parameters import PAPERMILL_INJECTED
-from tools.registry import notebook_paths
 
 SETUP_TAGS = {"parameters", "hide-input"}
 
@@ -96,7 +96,7 @@ def _module(path: Path) -> Any:
 
 def refusal_cases(root: Path = REPO_ROOT) -> list[Any]:
     """``pytest.param(notebook stem, parameters, error, message)`` for each refusal of each notebook
-    of the registry (``tools.registry``) of the checkout ``root``; a notebook whose test file, or
+    of the registry (``helpers.data.registry``) of the checkout ``root``; a notebook whose test file, or
     whose ``REFUSALS`` in it, is missing gets one case with ``error`` None and what to add."""
     cases = []
     for notebook in notebook_paths(root):

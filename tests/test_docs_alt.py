@@ -10,12 +10,12 @@ import nvidia.dali.experimental.dynamic as ndd
 import pytest
 from IPython.core.formatters import PNGFormatter
 
+from helpers.data.registry import notebook_paths
 from helpers.toolkit import display
 from helpers.toolkit import plots
 from tools.docs_alt import alt_texts
 from tools.docs_alt import with_alt_texts
 from tools.docs_checks import AWAITING_RERUN
-from tools.registry import notebook_paths
 
 
 def _png(mime_data: str = "iVBORw0KGgo=") -> str:

@@ -46,6 +46,7 @@ from PIL import Image
 from test_no_machine_paths import machine_paths_in
 
 from helpers.data.paths import REPO_ROOT as ROOT
+from helpers.data.registry import notebook_paths
 from helpers.toolkit.display import LABEL_PX
 from helpers.toolkit.parameters import INJECTED_TAG
 from helpers.toolkit.plots import SMALLEST_TEXT_PX
@@ -63,7 +64,6 @@ from tools.docs_toc import repair_toc
 from tools.goals_table import render_goals_table
 from tools.notebook_tables import render_notebook_table
 from tools.published_comparison import render_published_table
-from tools.registry import notebook_paths
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -99,7 +99,7 @@ def load_hooks(root: Path = ROOT) -> Any:
 
 def site_nav(root: Path = ROOT) -> list[Any]:
     """The nav of the site built from the checkout ``root``: docs/mkdocs.yml's, with the Notebooks
-    section that the hook fills from the registry (tools.registry)."""
+    section that the hook fills from the registry (helpers.data.registry)."""
     nav = yaml.safe_load((root / "docs" / "mkdocs.yml").read_text())["nav"]
     filled, problems = notebook_nav(nav, root)
     assert not problems, problems

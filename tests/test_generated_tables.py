@@ -15,6 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from helpers.data import registry
 from helpers.data.paths import REPO_ROOT
 from helpers.toolkit.benchmarking import Ratio
 from tools import bottom_lines
@@ -622,7 +623,12 @@ def _published_records(tmp_path: Path, gpu_over_cpu: float, capture_over_eager: 
     for name, interval in (("01-getting-started", ["goals", "g"]), ("02-capture-mode", None)):
         spec = {"label": "x", **({"interval": interval} if interval else {})}
         key = "gpu_over_cpu" if name.startswith("01") else "capture_over_eager"
-        _notebook(tmp_path / "notebooks" / f"{name}.ipynb", {"headline": {key: spec}})
+        # the figures compared are the committed notebooks' `published` (helpers.data.registry)
+        published = [dict(p) for p in registry.entry(name).published]
+        _notebook(
+            tmp_path / "notebooks" / f"{name}.ipynb",
+            {**_meta(name), "headline": {key: spec}, "published": published},
+        )
     _record(
         results / "gpu.json",
         "2026-03-02T09:00:00+00:00",
@@ -924,7 +930,7 @@ def test_the_readme_findings_open_with_the_answer_one_finding_a_line() -> None:
     assert paragraphs[0] == f"**In short:** {findings.answer().text}"
     assert "results/" not in paragraphs[0] and "results/" in paragraphs[1]  # the records after it
     bullets = paragraphs[2].splitlines()
-    assert len(bullets) == len(findings.NOTEBOOKS) and all(b.startswith("- **") for b in bullets)
+    assert len(bullets) == len(registry.notebooks()) and all(b.startswith("- **") for b in bullets)
     lines = [*paragraphs[:2], *bullets, *paragraphs[3:]]  # a bullet is a paragraph of its own
     long = [p[:60] for p in lines if len(re.sub(r"\]\([^)]*\)", "]", p).split()) > 100]
     assert not long, f"paragraphs over 100 words: {long}"
@@ -1112,6 +1118,8 @@ def _fake_results(
     tmp_path: Path, entries: dict[str, dict[str, Any]], machine: dict[str, Any] | None = None
 ) -> Path:
     results = tmp_path / "results"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "notebooks").symlink_to(REPO_ROOT / "notebooks")  # the registry: topics, order
     _record(
         results / "gpu-fake.json",
         "2026-03-02T09:00:00+00:00",
@@ -1176,13 +1184,14 @@ ADVISED = {
 
 @pytest.mark.parametrize("notebook", sorted(SAID))
 def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path: Path) -> None:
-    """One function per notebook (tools.findings.NOTEBOOKS) writes what its record found; the
+    """One function per notebook (tools.findings.WRITERS) writes what its record found; the
     bottom line puts the machine and the record first and the goals' verdicts last."""
-    assert set(SAID) == set(findings.NOTEBOOKS)
+    assert set(SAID) == set(findings.WRITERS)
     results = _fake_results(tmp_path, _fake_entries(_ratio(1.3, 1.2, 1.5)))
     text = bottom_lines.bottom_line(notebook, results)
-    prefix = (
-        f"**Bottom line.** {ADVISED[notebook]}. On one NVIDIA H200 ([record](../results/gpu-fake.json)): "
+    prefix = (  # every notebook has a recipe, linked from its advice
+        f"**Bottom line.** {ADVISED[notebook]} ([the recipe](#recipe)). On one NVIDIA H200 "
+        "([record](../results/gpu-fake.json)): "
     )
     assert text.startswith(prefix), text
     finding = text.removeprefix(prefix)
@@ -1194,7 +1203,7 @@ def test_each_notebooks_bottom_line_from_a_small_record(notebook: str, tmp_path:
     )
     # each figure of the sentence is a figure of the record, and nothing else is shown
     assert set(FIGURE.findall(finding)) == {("1.30", "1.20", "1.50")}
-    readme = {f.topic: f for f in findings.findings(results)}[findings.NOTEBOOKS[notebook][0]]
+    readme = {f.topic: f for f in findings.findings(results)}[registry.entry(notebook).finding["topic"]]
     assert readme.sentences == tuple(SAID[notebook]) and readme.records == ("gpu-fake.json",)
 
 
@@ -1219,7 +1228,7 @@ def test_a_pick_from_a_tie_is_not_called_the_best(
     entries = _fake_entries(_ratio(1.3, 1.2, 1.5))
     entries[notebook]["results"]["picks"][kind]["ties"] = {"other": _ratio(0.9, 0.5, 1.6)}
     finding = {f.topic: f for f in findings.findings(_fake_results(tmp_path, entries))}[
-        findings.NOTEBOOKS[notebook][0]
+        registry.entry(notebook).finding["topic"]
     ]
     assert finding.sentences[0].startswith(said) and "at its best" not in " ".join(finding.sentences)
     if notebook == findings.NB05:
@@ -1294,7 +1303,8 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     results = _fake_results(tmp_path, entries, machine=cpu)
     text = bottom_lines.bottom_line(findings.NB03, results)
     assert text.startswith(
-        "**Bottom line.** Feed a light model with DALI, not a DataLoader. Without a GPU "
+        "**Bottom line.** Feed a light model with DALI, not a DataLoader ([the recipe](#recipe)). "
+        "Without a GPU "
         "([record](../results/gpu-fake.json))"
     )
     assert text.endswith(

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.data import registry
 from helpers.data.data_sources import check_image_folder
 from helpers.data.data_sources import locate_data
 from helpers.data.errors import ParameterError
@@ -202,7 +203,7 @@ def test_on_a_gpu_the_answer_words_each_ratio_by_its_interval_and_says_runs_diff
         f"The GPU with hw_decoder_load=1 (NVJPG 40% busy) was **faster than the CPU ({over_cpu})**" in answer
     )
     assert "The GPU with default hw_decoder_load (NVJPG 40% busy) was **faster than the CPU" in answer
-    assert f"{over_cpu}, **{over_cpu.verdict(gs.GOAL)}** (this run is on an H200" in answer
+    assert f"{over_cpu}, **{over_cpu.verdict(gs.goal(4)[1])}** (this run is on an H200" in answer
     assert "runs differ, and another run at the same parameters can give another verdict" in answer
     assert "the goal is stated for an H200, and this run is on NVIDIA A100" in gs.speed_answer(
         speed, 4, 64, "NVIDIA A100"
@@ -221,7 +222,10 @@ def test_the_record_holds_every_trial_and_the_headline_recomputes_from_them() ->
     hw = ratio(ON_GPU[HARDWARE], ON_GPU[CPU])
     assert results["ratios"]["hw_gpu_over_cpu"] == {"ratio": hw.ratio, "ci95": [hw.low, hw.high], "trials": 5}
     # the goal's name and the threads recorded are the set-up's num_threads (3 here), not a default
-    assert results["goals"] == {"hardware-decoder GPU / CPU decode at 3 threads": hw.goal(gs.GOAL)}
+    name, target = gs.goal(3)  # its name and target from 01's metadata (helpers.data.registry)
+    assert name == "hardware-decoder GPU / CPU decode at 3 threads"
+    assert target == registry.goal_targets("01-getting-started", threads=3)[name] > 1
+    assert results["goals"] == {name: hw.goal(target)}
     assert results["reference_threads"] == 3 and results["images"] == 3
     assert list(results["classes"]) == ["a", "b"]
     assert headline["hw_gpu_over_cpu"] == hw.ratio and headline["hw_gpu_nvjpg_pct"] == 40.0

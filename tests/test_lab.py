@@ -27,9 +27,9 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import notebook_paths
 from helpers.toolkit.parameters import INJECTED_TAG
 from tools.copies import copy_notebooks
-from tools.registry import notebook_paths
 from tools.run_parameters import scales_of
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from helpers.data.data_sources import DataSourceError
 from helpers.data.paths import REPO_ROOT
 from helpers.lessons.nb01_getting_started import ALL_TO_HARDWARE
 from helpers.lessons.nb01_getting_started import DEFAULT
-from helpers.lessons.nb01_getting_started import GOAL
+from helpers.lessons.nb01_getting_started import goal
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import ratio
@@ -146,10 +146,13 @@ def check_ratios(document) -> None:
         assert headline["hw_gpu_decode_img_s"] == pytest.approx(
             rate_interval(way_rates(results, "gpu", ALL_TO_HARDWARE))[0]
         )
-        (goal,) = results["goals"].values()
-        expected = recomputed["hw_gpu_over_cpu"].goal(GOAL)
-        assert goal["verdict"] == expected["verdict"] and goal["ratio"] == pytest.approx(expected["ratio"])
-        check_goal(goal, GOAL, parameters["trials"])
+        ((name, recorded),) = results["goals"].items()
+        expected = recomputed["hw_gpu_over_cpu"].goal(goal(results["reference_threads"])[1])
+        assert recorded["verdict"] == expected["verdict"]
+        assert recorded["ratio"] == pytest.approx(expected["ratio"])
+        check_goal(
+            "01-getting-started", name, recorded, parameters["trials"], threads=results["reference_threads"]
+        )
 
 
 @notebook_tests
@@ -182,9 +185,9 @@ def test_getting_started_records_its_goal_with_its_interval(ci_run) -> None:
     if parameters["device"] != "gpu":
         assert results["goals"] == {}  # the goal compares the GPU with the CPU
         return
-    ((name, goal),) = results["goals"].items()
+    ((name, recorded),) = results["goals"].items()
     assert name == f"hardware-decoder GPU / CPU decode at {parameters['num_threads']} threads"
-    check_goal(goal, GOAL, parameters["trials"])
+    check_goal("01-getting-started", name, recorded, parameters["trials"], threads=parameters["num_threads"])
 
 
 @notebook_tests

@@ -149,7 +149,7 @@ def test_capture_mode_records_its_goals_with_their_intervals(ci_run) -> None:
     results, parameters = document.results, document.parameters
     ((name, goal),) = results["goals"].items()
     assert name == "capture / eager"
-    check_goal(goal, 1.6, parameters["epochs"] - 1)
+    check_goal("02-capture-mode", name, goal, parameters["epochs"] - 1)
     check_capture_over_eager(document)
     check_placement(document)
     check_equality(document)

@@ -134,7 +134,7 @@ def test_scaling_ratios_come_with_intervals_and_verdicts(run04) -> None:
     # no parameter value in the name: the batch size and process count are parameters
     assert str(parameters["batch_size"]) not in name and f"{parameters['processes']} " not in name
     assert set(goal) == {"ratio", "ci95", "goal", "verdict", "launches"}
-    check_goal(goal, 0.95 * parameters["processes"], len(rates["single"]))
+    check_goal("04-scaling-out", name, goal, len(rates["single"]), processes=parameters["processes"])
     assert goal["launches"] >= parameters["launches"]
     weak = ratio(rates["multi"], rates["single"])  # paired by round
     judged = weak.goal(goal["goal"], count="launches")

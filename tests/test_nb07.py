@@ -33,10 +33,11 @@ REFUSALS = [
     ({"pyav_clips": 2}, ParameterError, "pyav_clips=2: fewer clips than one batch (batch_size=4)"),
 ]
 NAME = NOTEBOOK.stem
+# the goals a CPU run judges (their targets are 07's metadata's)
 GOALS = {
-    "fed: best DALI / training alone": 0.90,
-    "alone: best DALI / best PyAV DataLoader": 5,
-    "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers": 0.95,
+    "fed: best DALI / training alone",
+    "alone: best DALI / best PyAV DataLoader",
+    "alone: dynamic mode (threads) / pipeline mode (pipelines), same readers",
 }
 LIMIT_GOAL = "alone: best DALI's decoded frames/s / NVDEC's measured limit"  # a GPU's only
 
@@ -95,7 +96,7 @@ def test_the_ci_run_times_every_way_and_its_goals_follow_from_the_trials(documen
     assert set(results["goals"]) == set(GOALS) and results["decode_limit"] is None
     assert document.headline["nvdec_limit_fps"] is None and document.headline["straight_through_fps"] > 0
     for name, g in results["goals"].items():
-        check_goal(g, GOALS[name], parameters["trials"])
+        check_goal("07-video-clips", name, g, parameters["trials"])
 
 
 @pytest.mark.notebook

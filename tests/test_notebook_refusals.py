@@ -2,7 +2,7 @@
 and says what to do, before it starts any work: the set-up cells executed in this process
 (``notebook_setup.run_setup``). Each notebook's refusals are listed in its own test file
 (``REFUSALS`` in tests/test_nbNN.py); this file runs them, and the good parameters, for every
-notebook of the registry (``tools.registry``). One refusal per notebook also runs in a kernel
+notebook of the registry (``helpers.data.registry``). One refusal per notebook also runs in a kernel
 through the runner, in that notebook's test file."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from helpers.data.data_sources import locate_data
 from helpers.data.data_sources import locate_photos
 from helpers.data.lmdb_subset import first_records
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import notebook_paths
 from helpers.toolkit.parameters import ParameterError
 from tools import run_parameters
-from tools.registry import notebook_paths
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 # the set-ups of 04 and 06 empty their scratch folders, where the CI-scale run may be at work

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers.data import registry
 from tools import recipes
-from tools import registry
 
 NOTEBOOKS = [entry.path for entry in registry.notebooks()]
 # notebooks whose recipe is still to be written (issue #47): their test below fails when one appears

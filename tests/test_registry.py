@@ -1,4 +1,4 @@
-"""The registry of notebooks (tools.registry): each notebook's own metadata is its entry, and every
+"""The registry of notebooks (helpers.data.registry): each notebook's own metadata is its entry, and every
 listing of notebooks (the runner, the inventory, the results page, the docs nav, the refusal
 tests, the GPU tier, the CI-scale run) reads it. A notebook 99 added to a copy of the checkout must
 turn up in each of them, with nothing else edited."""
@@ -22,12 +22,13 @@ from notebook_setup import refusal_cases
 from test_docs_site import load_hooks
 from test_docs_site import site_nav
 
+from helpers.data import registry
 from helpers.data.paths import REPO_ROOT
 from tools import bottom_lines
 from tools import findings
 from tools import inventory
 from tools import notebook_tables
-from tools import registry
+from tools import published_comparison
 from tools import run_parameters
 
 ENTRY = {
@@ -36,6 +37,8 @@ ENTRY = {
     "needs_gpu": "No: it computes nothing",
     "scales": {"ci": {"answer": 2}, "bench": {"answer": 3}},
     "headline": {"answer": {"label": "the answer", "format": "{:.0f}"}},
+    "goals": {"answer / nothing": 1.1, "answer / {what}": {"target": 0.5, "per": "processes"}},
+    "published": [{"seed": "answer_seed", "key": "answer", "kind": "rate", "what": "answers/s in 99"}],
 }
 DUMMY_TEST = """from helpers.toolkit.parameters import ParameterError
 
@@ -138,11 +141,44 @@ def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_recor
         line = bottom_lines.bottom_line("99-dummy", results)
         assert "([record](../results/cpu-2099-01-01.json))" in line and bullet.text in line
         assert "Its goal (answer / nothing) is stated for GPUs and not judged on this run." in line
-        assert [f.notebooks for f in findings.findings(results)][:7] == [
-            (name,) for name in findings.NOTEBOOKS
-        ]  # the hand-written ones first, in their order
+        placed = sorted((e for e in registry.notebooks(root) if e.finding), key=lambda e: e.finding["order"])
+        # those with a `finding` in their metadata first, by its order, then 99 under its title
+        assert [f.notebooks for f in findings.findings(results)] == [(e.slug,) for e in placed] + [
+            ("99-dummy",)
+        ]
+        assert [f.topic for f in findings.findings(results)][:-1] == [e.finding["topic"] for e in placed]
+        path = root / "notebooks" / "99-dummy.ipynb"
+        original = path.read_text()
+        try:  # a `finding` in 99's metadata puts it where its order says, under its topic
+            node = nbformat.read(path, as_version=4)
+            node.metadata[registry.KEY]["finding"] = {"topic": "What the dummy found", "order": 0}
+            nbformat.write(node, path)
+            first = findings.findings(results)[0]
+            assert (first.topic, first.notebooks) == ("What the dummy found", ("99-dummy",))
+        finally:
+            path.write_text(original)
     finally:
         (results / "cpu-2099-01-01.json").unlink()
+
+
+def test_notebook_99s_goals_and_published_figures_are_read_from_its_metadata(
+    checkout: tuple[Path, Path],
+) -> None:
+    """Its lesson and its test read its goals' targets (helpers.data.registry.goal_targets): a name's
+    fields filled, a target stated per process multiplied; the results page compares the figures
+    its metadata names with those DALI's tutorials printed (tools.published_comparison)."""
+    root, _ = checkout
+    assert registry.goal_targets("99-dummy", root, what="everything", processes=4) == {
+        "answer / nothing": 1.1,
+        "answer / everything": 2.0,
+    }
+    with pytest.raises(KeyError, match="needs what, processes: pass them to goal_targets"):
+        registry.goal_targets("99-dummy", root)
+    rates, ratios = published_comparison.compared_figures(root)
+    assert rates[-1] == ("99-dummy", "answer_seed", "answer", "answers/s in 99")
+    assert {n for n, *_ in rates + ratios} == {"01-getting-started", "02-capture-mode", "99-dummy"}
+    with pytest.raises(registry.RegistryError, match="no notebooks/98-none.ipynb"):
+        registry.entry("98-none", root)
 
 
 def test_the_docs_nav_and_files_take_notebook_99(checkout: tuple[Path, Path]) -> None:
@@ -198,6 +234,14 @@ def _environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
 
 
+def test_the_findings_functions_are_named_after_notebooks_of_the_registry() -> None:
+    """tools.findings keys its own sentences and advice by notebook: a key that is no notebook
+    (a renamed one) would be left out of the README without a word."""
+    slugs = {entry.slug for entry in registry.notebooks()}
+    assert set(findings.WRITERS) <= slugs and set(findings.ADVICE) <= slugs
+    assert all(entry.finding for entry in registry.notebooks() if entry.slug in findings.WRITERS)
+
+
 def test_each_entry_is_read_from_the_notebooks_metadata() -> None:
     entries = registry.notebooks()
     assert [e.path for e in entries] == registry.notebook_paths() and entries
@@ -218,6 +262,11 @@ def test_each_entry_is_read_from_the_notebooks_metadata() -> None:
         (lambda meta: meta.update(title="  "), "lacks title;"),
         (lambda meta: meta["scales"].pop("bench"), "lacks scales.bench;"),
         (lambda meta: meta.update(headline=[]), "lacks headline (a dict"),
+        (lambda meta: meta.update(goals={"x / y": 0}), "lacks goals (a dict of {name: target}"),
+        (lambda meta: meta.update(goals={"x / y": {"per": "processes"}}), "lacks goals (a dict"),
+        (lambda meta: meta.update(finding={"topic": "x"}), 'lacks finding (a dict {"topic"'),
+        (lambda meta: meta.update(published=[{"seed": "a", "key": "b"}]), "lacks published (a list"),
+        (lambda meta: meta["published"][0].update(kind="speed"), "lacks published (a list"),
     ],
 )
 def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, change, missing) -> None:

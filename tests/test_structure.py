@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import nbformat
+import pytest
 
 from helpers.data.paths import REPO_ROOT
+from tools import inventory
 
 KINDS = ("lessons", "toolkit", "data")
 
@@ -89,3 +92,16 @@ def test_every_helpers_module_is_there_for_the_notebooks() -> None:
     used = set().union(*map(_helpers_imported_by, sources))
     modules = {f"{kind}.{m}" for kind in KINDS for m in _modules(kind)}
     assert not modules - used, f"only tools or the tests import {sorted(modules - used)}: move them to tools"
+
+
+def test_the_lessons_table_is_generated_from_the_lessons_docstrings(tmp_path: Path) -> None:
+    """CONTRIBUTING.md's lessons table is each lesson's docstring (``python -m tools.inventory``),
+    so that a new notebook's lesson needs no edit there; a lesson without a docstring is refused."""
+    assert inventory.render_lessons() in (REPO_ROOT / "CONTRIBUTING.md").read_text()
+    rows = [r for r in inventory.render_lessons().splitlines() if r.startswith("| `helpers.lessons.")]
+    assert len(rows) == len(_modules("lessons"))
+    assert "``" not in "".join(rows) and ":func:" not in "".join(rows)  # Markdown, not reST
+    (tmp_path / "helpers" / "lessons").mkdir(parents=True)
+    (tmp_path / "helpers" / "lessons" / "nb99_dummy.py").write_text("X = 1\n")
+    with pytest.raises(ValueError, match="nb99_dummy.py has no docstring: say what it holds"):
+        inventory.render_lessons(tmp_path)

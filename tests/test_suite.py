@@ -38,7 +38,7 @@ SAVE_ANSWER = (
 )
 
 
-# a registry entry (tools.registry): what the runner needs of a notebook's metadata
+# a registry entry (helpers.data.registry): what the runner needs of a notebook's metadata
 ENTRY = {"title": "A test", "learn": "nothing", "needs_gpu": "No", "scales": {"ci": {}, "bench": {}}}
 
 
@@ -307,7 +307,7 @@ def test_unknown_scale_or_notebook(tmp_path: Path) -> None:
     with pytest.raises(
         SystemExit,
         match=r"11-bare.ipynb: metadata\['dali_tutorials'\] lacks title, learn, "
-        r"needs_gpu, scales; .*tools/registry.py",
+        r"needs_gpu, scales; .*helpers/data/registry.py",
     ):
         run_parameters.parameters_for(_notebook(tmp_path / "11-bare.ipynb", entry=None), "ci", "auto")
     _notebook(tmp_path / "notebooks" / "13-untitled.ipynb", entry={**ENTRY, "title": ""})

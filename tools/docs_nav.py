@@ -1,5 +1,5 @@
 """The docs site's nav: its Notebooks section, left empty in docs/mkdocs.yml
-(``- Notebooks: []``), holds the registry's notebooks (``tools.registry``: every
+(``- Notebooks: []``), holds the registry's notebooks (``helpers.data.registry``: every
 notebooks/NN-*.ipynb, in order), so that no notebook is listed by hand; one listed there by hand,
 or a missing section, is a problem the hook reports (docs/hooks.py, ``on_config``).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tools.registry import notebook_paths
+from helpers.data.registry import notebook_paths
 
 NAV_SECTION = "Notebooks"  # the nav section that the hook fills with the registry's notebooks
 
@@ -33,7 +33,7 @@ def notebook_nav(nav: list[Any] | None, root: Path) -> tuple[list[Any], list[str
         problems.append(
             f"the nav's {NAV_SECTION} section lists {listed!r} by hand: leave it "
             f"`- {NAV_SECTION}: []`, the hook fills it with every notebooks/NN-*.ipynb "
-            "(tools.registry)"
+            "(helpers.data.registry)"
         )
     nav[at[0]] = {NAV_SECTION: entries}
     return nav, problems

@@ -15,7 +15,8 @@ than" when below, "not distinguishable from" otherwise), so that a new record ca
 as well as the numbers. A path that the chosen record does not hold is an error that names it:
 a notebook that renamed a ratio needs its function here updated, never an older record's figure.
 
-One function per notebook (:data:`NOTEBOOKS`) writes what its newest record found, in one or two
+One function per notebook (:data:`WRITERS`; the topic and the order are the notebook's metadata,
+``finding``) writes what its newest record found, in one or two
 short sentences: the README shows it as a bullet, and the notebook's bottom line
 (``tools.bottom_lines``) opens with it. A notebook whose record keys change needs only its own
 function updated. The README's block opens with :func:`answer`, the one line a learner needs.
@@ -34,10 +35,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from helpers.data import registry
 from helpers.lessons.nb07_video_clips import DEFAULTS as VIDEO_DEFAULTS
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import versus
-from tools import registry
 from tools.goal_check import goal_problems
 from tools.record_format import NotebookEntry
 from tools.record_format import Record
@@ -364,15 +365,16 @@ ADVICE: dict[str, Callable[[Lookup], str]] = {
 
 
 Write = Callable[[Lookup], list[str]]
-# {notebook: (the README's topic, its function)}, in the README's order
-NOTEBOOKS: dict[str, tuple[str, Write]] = {
-    NB05: ("ResNet-50 from JPEGs", _photos),
-    NB03: ("A light model", _light_model),
-    NB07: ("Video clips", _video),
-    NB02: ("Capture mode", _capture_mode),
-    NB01: ("The hardware JPEG decoder", _getting_started),
-    NB06: ("Resuming", _resuming),
-    NB04: ("Several processes", _scaling_out),
+# {notebook: its function}; the README's topic and the bullets' order are each notebook's metadata
+# (``finding``: {"topic", "order"}, helpers.data.registry)
+WRITERS: dict[str, Write] = {
+    NB01: _getting_started,
+    NB02: _capture_mode,
+    NB03: _light_model,
+    NB04: _scaling_out,
+    NB05: _photos,
+    NB06: _resuming,
+    NB07: _video,
 }
 
 
@@ -394,13 +396,17 @@ def _goals_only(notebook: str) -> Write:
 
 
 def writers(results_dir: Path = RESULTS) -> dict[str, tuple[str, Write]]:
-    """:data:`NOTEBOOKS`, then every other notebook of the registry (``tools.registry``, the
-    notebooks beside ``results_dir``), its title as the topic and its goals as its finding: a new
-    notebook needs no function here to be in the README and to get a bottom line."""
-    found = dict(NOTEBOOKS)
-    for notebook in registry.notebooks(results_dir.parent):
-        found.setdefault(notebook.slug, (notebook.title, _goals_only(notebook.slug)))
-    return found
+    """``{notebook: (topic, function)}`` for every notebook of the registry (the notebooks beside
+    ``results_dir``), in the README's order: those whose metadata has a ``finding`` by its
+    ``order``, under its ``topic``, then the others under their titles. A notebook's function is
+    its own in :data:`WRITERS`, else its goals' ratios (:func:`_goals_only`): a new notebook needs
+    no function here to be in the README and to get a bottom line."""
+    entries = registry.notebooks(results_dir.parent)
+    placed = sorted((e for e in entries if e.finding), key=lambda e: e.finding["order"])
+    ordered = placed + [e for e in entries if not e.finding]
+    return {
+        e.slug: (e.finding.get("topic", e.title), WRITERS.get(e.slug, _goals_only(e.slug))) for e in ordered
+    }
 
 
 def _answer(get: Lookup) -> list[str]:
@@ -457,13 +463,14 @@ def find(topic: str, write: Write, chosen: dict[str, Record]) -> Finding:
 
 
 def findings(results_dir: Path = RESULTS) -> list[Finding]:
-    """A finding per notebook of :data:`NOTEBOOKS`, then one per other registered notebook that
-    a record holds (:func:`writers`), written from the records of ``results_dir``."""
+    """A finding per notebook of the registry that a record holds (:func:`writers`: in the
+    README's order), written from the records of ``results_dir``; a notebook with a function of its
+    own in :data:`WRITERS` and no record is an error that names it."""
     chosen = newest_gpu_first(results_dir)
     return [
         find(topic, write, chosen)
         for name, (topic, write) in writers(results_dir).items()
-        if name in NOTEBOOKS or name in chosen
+        if name in WRITERS or name in chosen
     ]
 
 

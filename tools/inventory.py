@@ -1,9 +1,11 @@
-"""The README's notebook table, generated from the notebooks' own metadata (never typed).
+"""The README's notebook table, generated from the notebooks' own metadata (never typed), and
+CONTRIBUTING.md's table of the lessons (``helpers/lessons``), from their modules' docstrings.
 
-    python -m tools.inventory          # rewrite the inventory block of README.md
-    python -m tools.inventory --check  # exit 1 if README.md's table is out of date
+    python -m tools.inventory          # rewrite the inventory block of README.md and the lessons
+                                       # block of CONTRIBUTING.md
+    python -m tools.inventory --check  # exit 1 if one of them is out of date
 
-One row per notebook of the registry (``tools.registry``: each notebook's own
+One row per notebook of the registry (``helpers.data.registry``: each notebook's own
 ``metadata["dali_tutorials"]``, of which the table shows ``title``, ``learn`` and ``needs_gpu``).
 Runtimes are measured, never typed: ``notebooks.<notebook>.seconds`` of the newest record that
 holds the notebook, made at full scale (the notebooks' defaults) on a machine without a GPU, and
@@ -14,18 +16,22 @@ The docs hook (docs/hooks.py) shows the same table on the site's landing page.
 
 from __future__ import annotations
 
+import ast
+import re
 import sys
 from pathlib import Path
 
+from helpers.data import registry
 from helpers.data.paths import REPO_ROOT
 from tools import readme_blocks
-from tools import registry
 from tools.record_format import Record
 from tools.records import machine_heading
 from tools.records import newest_per_notebook
 from tools.records import records
 
 BLOCK = "inventory"
+LESSONS_BLOCK = "lessons"
+CONTRIBUTING = REPO_ROOT / "CONTRIBUTING.md"
 
 
 def runtimes(root: Path = REPO_ROOT) -> dict[bool, dict[str, Record]]:
@@ -81,12 +87,32 @@ def render_inventory(root: Path = REPO_ROOT) -> str:
     return "\n".join(lines)
 
 
+def _markdown(docstring: str) -> str:
+    """A docstring's first paragraph as one line of Markdown: ``x`` and :role:`x` as `x`."""
+    text = " ".join(docstring.split("\n\n", 1)[0].split())
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+    return _cell(text)
+
+
+def render_lessons(root: Path = REPO_ROOT) -> str:
+    """CONTRIBUTING.md's table of ``helpers/lessons``: a row per module (one per notebook), what
+    it holds in its docstring's first paragraph. A lesson without a docstring is an error naming it."""
+    lines = ["| module | concern |", "|---|---|"]
+    for path in sorted((root / "helpers" / "lessons").glob("nb*.py")):
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        if not docstring:
+            raise ValueError(f"helpers/lessons/{path.name} has no docstring: say what it holds")
+        lines.append(f"| `helpers.lessons.{path.stem}` | {_markdown(docstring)} |")
+    return "\n".join([*lines, "", "Generated from each module's docstring by `python -m tools.inventory`."])
+
+
 def main(argv: list[str] | None = None) -> int:
     return readme_blocks.main(
         argv,
         blocks={BLOCK: render_inventory},
         command="python -m tools.inventory",
         description=__doc__.split("\n")[0],
+        pages={"contributing": (CONTRIBUTING, {LESSONS_BLOCK: render_lessons})},
     )
 
 

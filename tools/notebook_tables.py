@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from typing import NamedTuple
 
-from tools import registry
+from helpers.data import registry
 from tools.record_format import NotebookEntry
 from tools.record_format import Record
 from tools.records import RESULTS

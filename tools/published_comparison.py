@@ -1,6 +1,7 @@
 """The results page's comparison with what DALI's own tutorials printed (``results/seed.json``;
 block ``published-comparison``): a table of the seed's figures beside the newest GPU record's,
-and how far apart they are, in words generated from the figures.
+and how far apart they are, in words generated from the figures. Which figures are compared is
+each notebook's metadata (``published``: helpers.data.registry).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers.data import registry
 from tools.notebook_tables import GENERATED
 from tools.notebook_tables import format_cell
 from tools.notebook_tables import headline_labels
@@ -19,43 +21,16 @@ from tools.records import column_heading
 from tools.records import newest_per_notebook
 from tools.records import records
 
-# figures that DALI's tutorials printed and the suite measures alike: (notebook, key in seed.json,
-# key in a record, what it is); rates, then ratios
-PUBLISHED_RATES = [
-    (
-        "01-getting-started",
-        "cpu_decode_img_s_4_threads",
-        "cpu_decode_img_s",
-        "images/s for CPU decoding in 01",
-    ),
-    (
-        "01-getting-started",
-        "gpu_decode_img_s_4_threads",
-        "gpu_decode_img_s",
-        "images/s for GPU decoding in 01 (default `hw_decoder_load`)",
-    ),
-    ("02-capture-mode", "eager_samples_per_s", "eager_samples_per_s", "samples/s for eager training in 02"),
-    (
-        "02-capture-mode",
-        "capture_samples_per_s",
-        "capture_samples_per_s",
-        "samples/s for capture training in 02",
-    ),
-]
-PUBLISHED_RATIOS = [
-    (
-        "01-getting-started",
-        "gpu_over_cpu_4_threads",
-        "gpu_over_cpu",
-        "the GPU decodes {} as fast as the CPU at 4 threads",
-    ),
-    (
-        "02-capture-mode",
-        "capture_over_eager",
-        "capture_over_eager",
-        "capture mode trains {} as fast as eager mode",
-    ),
-]
+
+def compared_figures(root: Path) -> tuple[list[tuple[str, str, str, str]], list[tuple[str, str, str, str]]]:
+    """The figures that DALI's tutorials printed and the suite measures alike, as each notebook's
+    metadata names them (``published``, helpers.data.registry): ``(notebook, key in seed.json, key
+    in a record, what it is)``, the rates, then the ratios."""
+    found: dict[str, list[tuple[str, str, str, str]]] = {"rate": [], "ratio": []}
+    for entry in registry.notebooks(root):
+        for figure in entry.published:
+            found[figure["kind"]].append((entry.slug, figure["seed"], figure["key"], figure["what"]))
+    return found["rate"], found["ratio"]
 
 
 def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
@@ -67,7 +42,8 @@ def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str
     seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
     newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
     labels = headline_labels(results_dir.parent / "notebooks")
-    ours = {(n, seed_key): key for n, seed_key, key, _ in [*PUBLISHED_RATES, *PUBLISHED_RATIOS]}
+    rates, ratios = compared_figures(results_dir.parent)
+    ours = {(n, seed_key): key for n, seed_key, key, _ in [*rates, *ratios]}
     used = {newest[n].name: newest[n] for n in seed if n in newest}
     heading = (
         column_heading(next(iter(used.values())))
@@ -98,7 +74,8 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
     (Markdown, for the docs' results page)."""
     seed_path = results_dir / SEED
     newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
-    notebooks = {n for n, *_ in PUBLISHED_RATES}
+    rates, published_ratios = compared_figures(results_dir.parent)
+    notebooks = {n for n, *_ in rates}
     if not seed_path.is_file() or not notebooks <= set(newest):
         return (
             "No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
@@ -112,7 +89,7 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
         return entry.headline[key], entry
 
     pairs, quotients, lower = [], [], True
-    for notebook, seed_key, key, what in PUBLISHED_RATES:
+    for notebook, seed_key, key, what in rates:
         value, _ = measured(notebook, key)
         published = seed[notebook]["headline"][seed_key]
         lower = lower and value < published
@@ -128,7 +105,7 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
         'published" for the same figures: ' + "; ".join(pairs) + ".",
     ]
     ratios, apart = [], []
-    for notebook, seed_key, key, what in PUBLISHED_RATIOS:
+    for notebook, seed_key, key, what in published_ratios:
         value, entry = measured(notebook, key)
         published = seed[notebook]["headline"][seed_key]
         apart.append(max(value / published, published / value))

@@ -1,6 +1,6 @@
 """Which notebooks the runner runs, and what papermill is handed for each.
 
-The notebooks are the registry's (``tools.registry``: every ``notebooks/NN-*.ipynb``), and the
+The notebooks are the registry's (``helpers.data.registry``: every ``notebooks/NN-*.ipynb``), and the
 parameters of each scale come from the notebook's own metadata,
 ``metadata["dali_tutorials"]["scales"][scale]``; ``full`` is the notebook's own defaults.
 Papermill is handed only the parameters that change something: none that equals the notebook's
@@ -19,15 +19,15 @@ from typing import Any
 import nbformat
 import papermill
 
+from helpers.data import registry
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import RegistryError
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.parameters import INJECTED_TAG
-from tools import registry
 from tools.record_format import SCALES
-from tools.registry import RegistryError
 
 # the checkout whose notebooks run; which they are, and the parameters of each scale, come from
-# the registry (tools.registry: each notebook's own metadata)
+# the registry (helpers.data.registry: each notebook's own metadata)
 ROOT = REPO_ROOT
 
 

@@ -28,7 +28,6 @@ from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import reject_unknown_parameters
 
 NOTEBOOK = "02-capture-mode.ipynb"
-GOAL = 1.6  # capture / eager, for an H200 at the notebook's defaults (DALI's tutorial printed 1.61x)
 GOAL_MACHINE = "H200"
 LOSS_TOLERANCE = 1e-4  # the largest gap in an epoch's mean loss that counts as the same training
 WARM_UP_AND_TWO = (
@@ -362,7 +361,6 @@ def record(
 
 
 __all__ = [
-    "GOAL",
     "Setup",
     "compared",
     "conclusion",
