@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from fakes import fake_results
 
 from helpers.data.data_sources import locate_data
 from helpers.data.paths import REPO_ROOT
@@ -24,10 +25,9 @@ from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 
 
-def fake(rates: dict[str, list[float]], samples: int = 1000) -> Results:
-    ways = [Way(name, lambda: None, kind="dynamic") for name in rates]
-    trials = {name: [Trial(samples, samples / r, 0.1, 0.5) for r in values] for name, values in rates.items()}
-    return Results("fake", "samples", ways, trials, fed=True)
+def fake(rates: dict[str, list[float]]) -> Results:
+    """Dynamic-mode ways, trials of 1,000 samples (tests/fakes.py)."""
+    return fake_results(rates, kinds="dynamic", samples=1000)
 
 
 FASTER = fake({"eager": [100, 110, 105, 98], "capture": [170, 180, 178, 168]})
@@ -244,8 +244,6 @@ def test_the_record_holds_every_trial_and_figures_recomputed_from_them(tmp_path:
 
 
 def test_the_answer_says_when_capture_mode_timed_fewer_samples_than_eager_mode() -> None:
-    from helpers.toolkit.harness import Trial
-    from helpers.toolkit.harness import Way
 
     ways = [Way("eager", lambda: None), Way("capture", lambda: None)]
     trials = {

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import fake_results
 
 from helpers.data import registry
 from helpers.data.data_sources import check_image_folder
@@ -21,21 +22,20 @@ from helpers.lessons import nb01_getting_started as gs
 from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
-from helpers.toolkit.harness import Way
 
 CPU, DEFAULT, HARDWARE = "CPU, 4 threads", "GPU, default", "GPU, hw 1"
 
 
+KINDS = {CPU: "cpu", DEFAULT: "gpu", HARDWARE: "gpu"}
+KNOBS = {DEFAULT: gs.DEFAULT, HARDWARE: gs.ALL_TO_HARDWARE}
+
+
 def fake(rates: dict[str, list[float]], nvjpg: float | None = None) -> Results:
-    kinds = {CPU: ("cpu", ""), DEFAULT: ("gpu", gs.DEFAULT), HARDWARE: ("gpu", gs.ALL_TO_HARDWARE)}
-    ways = [Way(name, lambda: None, kind=kinds[name][0], knob=kinds[name][1]) for name in rates]
-    busy = {name: nvjpg if kinds[name][0] == "gpu" else None for name in rates}
-    trials = {
-        name: [Trial(int(r), 1.0, 0.0, 0.5, {"nvjpg_pct": busy[name]}) for r in values]
-        for name, values in rates.items()
-    }
-    return Results("decoding", "images", ways, trials)
+    """The speed test's ways, decoding alone; NVJPG busy ``nvjpg`` % on the GPU ways (tests/fakes.py)."""
+    busy = {name: {"nvjpg_pct": nvjpg if KINDS[name] == "gpu" else None} for name in rates}
+    return fake_results(
+        rates, kinds=KINDS, knobs=KNOBS, label="decoding", unit="images", fed=False, busy=busy
+    )
 
 
 CPU_ONLY = {CPU: [1000, 1100, 1050, 980, 1020]}

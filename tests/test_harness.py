@@ -4,18 +4,19 @@ record)."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from contextlib import nullcontext
 
 import pandas as pd
 import pytest
+from fakes import fake_results
 
 from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Harness
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
 from helpers.toolkit.harness import fold
 from helpers.toolkit.harness import folded
@@ -124,9 +125,8 @@ def test_two_ways_of_one_name_are_refused():
 
 
 def fake(rates: dict[str, list[float]], **busy) -> Results:
-    ways = [Way(n, lambda: None, kind="fake") for n in rates]
-    trials = {n: [Trial(int(r), 1.0, 0.25, 0.5, dict(busy)) for r in values] for n, values in rates.items()}
-    return Results("fake", "images", ways, trials, fed=True)
+    """Trials of 100 images, a quarter of each spent waiting, 0.5 s of CPU time (tests/fakes.py)."""
+    return fake_results(rates, unit="images", waiting=0.25, busy=busy or None)
 
 
 def test_ratios_pair_rounds_and_picks_follow_the_interval():
@@ -145,7 +145,7 @@ def test_the_table_shows_rates_with_intervals_and_the_hardware_where_read():
     row = table.loc["a"]
     assert row["images/s"] == pytest.approx(103.1, abs=0.1) and row["trials"] == 4
     assert row["GPU %"] == 50 and row["NVJPG %"] == 70 and "NVDEC %" not in table.columns
-    assert row["CPU s / 1,000 images"] == pytest.approx(1000 * 2.0 / 413, abs=0.01)
+    assert row["CPU s / 1,000 images"] == pytest.approx(1000 * 2.0 / 400, abs=0.01)  # 4 x 0.5 s, 4 x 100
     assert row["waiting %"] == pytest.approx(25.0)
     low, high = (float(v.replace(",", "")) for v in row["95% interval"].split("-"))
     assert low < row["images/s"] < high
@@ -154,6 +154,23 @@ def test_the_table_shows_rates_with_intervals_and_the_hardware_where_read():
 def test_the_record_holds_every_trial():
     record = fake({"a": [100, 110], "b": [50, 55]}).as_record()
     assert record["fed"] is True and [t["rate"] for t in record["ways"]["b"]["trials"]] == [50, 55]
+
+
+def test_a_recorded_run_comes_back_whole_and_cannot_be_run():
+    """``Results.from_record`` is ``as_record``'s inverse (through JSON): the same trials,
+    readings, orders and ratios; a way rebuilt from a record says it cannot make a loader, and a
+    trial lacking a field is refused by its name."""
+    run = fake({"a": [100, 110], "b": [50, 55]}, nvjpg_pct=70.0)
+    run.orders, run.order_seed, run.startup_s = [["a", "b"], ["b", "a"]], "seed", {"a": 0.5}
+    saved = json.loads(json.dumps(run.as_record()))
+    back = Results.from_record(saved)
+    assert back.as_record() == run.as_record() and back.ratio("a", "b") == run.ratio("a", "b")
+    assert back.trials["a"][0].busy == {"nvjpg_pct": 70.0} and back.way("b").kind == "fake"
+    with pytest.raises(RuntimeError, match="a way rebuilt from a record cannot make its loader"):
+        back.way("a").make()
+    del saved["ways"]["a"]["trials"][0]["cpu_s"]
+    with pytest.raises(KeyError, match="a recorded trial lacks cpu_s"):
+        Results.from_record(saved)
 
 
 def test_more_rounds_until_the_interval_is_narrow_then_stop(monkeypatch):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from fakes import fake_results
 
 from helpers.data.data_sources import locate_data
 from helpers.data.lmdb_subset import record_count
@@ -32,7 +33,6 @@ from helpers.lessons.nb03_feeding_pytorch_fast import which_mode
 from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.loaders import InBackground
 from helpers.toolkit.loaders import Staged
@@ -64,16 +64,11 @@ def test_same_knobs_keeps_what_pipeline_mode_shares_with_dynamic_mode() -> None:
     assert same_knobs(way("eager", 64, make, "eager mode"), make).name == "pipeline b64"
 
 
-def fake_results(rates: dict, ways: list | None = None, *, ready: dict | None = None) -> Results:
+def fake(rates: dict, ways: list | None = None, *, ready: dict | None = None) -> Results:
     """A run whose trials have these rates (samples/s), a way per name unless given; ``ready``:
-    the batches a way had ready before each timer."""
-    ready = ready or {}
+    the batches a way had ready before each timer (tests/fakes.py)."""
     ways = ways or [way(name.split()[0], int(name.split()[1][1:]), make, "batch size") for name in rates]
-    trials = {
-        n: [Trial(int(r * 10), 10.0, 1.0, 2.0, skipped=ready.get(n, 0)) for r in values]
-        for n, values in rates.items()
-    }
-    return Results("test", "samples", ways, trials, fed=True)
+    return fake_results(rates, ways=ways, label="test", waiting=0.1, cpu_s=2.0, skipped=ready)
 
 
 RATES = {
@@ -90,7 +85,7 @@ RATES = {
 def test_best_and_the_knob_table_pair_each_way_with_the_one_without_its_knob() -> None:
     base = way("capture", 64, make, "batch size")
     ways = [base, way("capture", 1024, make, "batch size", against=base)]
-    results = fake_results({n: RATES[n] for n in ("capture b64", "capture b1024")}, ways)
+    results = fake({n: RATES[n] for n in ("capture b64", "capture b1024")}, ways)
     table = knob_table(results)
     assert list(table.index) == ["capture b1024"]
     assert table.loc["capture b1024", "ratio [95% interval]"] == str(
@@ -112,7 +107,7 @@ def test_which_mode_follows_the_interval(low: float, high: float, words: str) ->
 
 def rounds_and_picks() -> tuple[Results, dict, dict]:
     """RATES's rounds with a DataLoader that ties with the other (``dataloader b256``)."""
-    results = fake_results({**RATES, "dataloader b256": [91, 93, 93]}, ready={"pipeline b1024": 2})
+    results = fake({**RATES, "dataloader b256": [91, 93, 93]}, ready={"pipeline b1024": 2})
     picks = {
         "dynamic": results.pick(["capture b64", "capture b1024", "eager b64"]),
         "pipeline": results.pick(["pipeline b64", "pipeline b1024"]),
@@ -231,7 +226,7 @@ def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_rati
     setup = set_up()
     setup.folder.cleanup()
     checks = pd.concat({"no rotation": pd.DataFrame({"bit equal": [True]}, index=["capture / eager"])})
-    knobs = fake_results({"capture b64": [1, 2, 3]})
+    knobs = fake({"capture b64": [1, 2, 3]})
     rec = record(
         setup,
         knobs=knobs,
@@ -268,7 +263,7 @@ def test_the_record_holds_the_set_ups_parameters_both_runs_and_the_picks_as_rati
 
 
 def test_a_tie_is_called_a_tie() -> None:
-    results = fake_results({"pipeline b64": [200, 190, 210], "pipeline b1024": [205, 185, 212]})
+    results = fake({"pipeline b64": [200, 190, 210], "pipeline b1024": [205, 185, 212]})
     words = answer(
         results,
         {k: results.pick(["pipeline b64", "pipeline b1024"]) for k in ("dynamic", "pipeline", "dataloader")},
@@ -360,7 +355,7 @@ def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
         way("eager", 64, make, "eager mode", against=base),
         way("capture", 128, make, "batch size", against=base),
     ]
-    results = fake_results(
+    results = fake(
         {
             "capture b64": [100, 110, 105],
             "capture b1024": [300, 330, 310],
@@ -397,7 +392,7 @@ def test_two_selection_rounds_never_say_that_no_knob_helps() -> None:
     no knob made a loader faster: two rounds leave wide intervals."""
     base = way("capture", 64, make, "batch size")
     ways = [base, way("capture", 1024, make, "batch size", against=base)]
-    results = fake_results({"capture b64": [100, 110], "capture b1024": [150, 100]}, ways)
+    results = fake({"capture b64": [100, 110], "capture b1024": [150, 100]}, ways)
     text = knob_findings(results)
     assert "no knob made a loader faster" not in text
     assert "no knob shown faster by its interval" in text

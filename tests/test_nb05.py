@@ -23,8 +23,6 @@ from helpers.lessons.nb05_photos_at_scale import CPU_GOAL
 from helpers.lessons.nb05_photos_at_scale import GOALS as GOAL_SPECS
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
-from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
@@ -54,18 +52,6 @@ ROLES = {
     "eager",
 }
 CAPTURED = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize"]  # and the labels' operators
-TRIAL_FIELDS = (
-    "samples",
-    "seconds",
-    "waited_s",
-    "cpu_s",
-    "peak_gib",
-    "skipped",
-    "batches",
-    "epochs",
-    "epoch_start_s",
-    "settle_s",
-)
 
 
 @pytest.fixture(scope="module")
@@ -76,28 +62,12 @@ def document(ci_run: dict[str, run_notebooks.NotebookRun]) -> NotebookResults:
     return run.results
 
 
-def rebuilt(run: dict) -> Results:
-    """A run of the harness as the record holds it (``Results.as_record``), rebuilt."""
-    ways = [Way(name, lambda: None, kind=w["kind"], knob=w["knob"]) for name, w in run["ways"].items()]
-    trials = {
-        name: [
-            Trial(
-                **{k: t[k] for k in TRIAL_FIELDS},
-                busy={k: v for k, v in t.items() if k not in TRIAL_FIELDS and k != "rate"},
-            )
-            for t in w["trials"]
-        ]
-        for name, w in run["ways"].items()
-    }
-    return Results(run["label"], run["unit"], ways, trials, run["seconds"], run["fed"])
-
-
 def _runs(document: NotebookResults) -> tuple[Results, Results, dict[str, Results]]:
     results = document.results
     return (
-        rebuilt(results["selection"]),
-        rebuilt(results["alone"]),
-        {m: rebuilt(run) for m, run in results["fed"].items()},
+        Results.from_record(results["selection"]),
+        Results.from_record(results["alone"]),
+        {m: Results.from_record(run) for m, run in results["fed"].items()},
     )
 
 

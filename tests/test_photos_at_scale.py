@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from fakes import fake_results
 
 from helpers.data.data_sources import locate_photos
 from helpers.data.paths import REPO_ROOT
@@ -29,8 +30,6 @@ from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
-from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 
 ROLES = {
@@ -57,26 +56,18 @@ def fake(
     ready: int = 0,
     busy: dict | None = None,
 ) -> Results:
-    """A run of ``rates`` (images/s per round) of 100-image trials; pipeline mode with ``ready``
-    batches handed over before each timer."""
+    """A run of ``rates`` (images/s per round) of 100-image trials, CPU time ``cpu[name]`` (0.1 s
+    by default) growing 1% a round; pipeline mode with ``ready`` batches handed over before each
+    timer (tests/fakes.py)."""
     cpu = cpu or {}
-    ways = [Way(n, lambda: None, kind=KINDS[n]) for n in rates]
-    trials = {
-        n: [
-            Trial(
-                100,
-                100 / r,
-                0.1,
-                cpu.get(n, 0.1) * (1 + 0.01 * i),
-                dict(busy or {}),
-                None,
-                ready if KINDS[n] == "pipeline" else 0,
-            )
-            for i, r in enumerate(values)
-        ]
-        for n, values in rates.items()
-    }
-    return Results("fake", "images", ways, trials, fed=True)
+    return fake_results(
+        rates,
+        kinds=KINDS,
+        unit="images",
+        cpu_s=lambda name, i: cpu.get(name, 0.1) * (1 + 0.01 * i),
+        busy=busy,
+        skipped={n: ready for n in rates if KINDS[n] == "pipeline"},
+    )
 
 
 ALONE = fake(

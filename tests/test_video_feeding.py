@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import fake_results
 
 from helpers.data.paths import REPO_ROOT
 from helpers.data.registry import goal_targets
@@ -23,8 +24,6 @@ from helpers.lessons import nb07_video_clips
 from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.harness import Results
-from helpers.toolkit.harness import Trial
-from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.video_clips import Clip
 
@@ -51,12 +50,15 @@ PER_CLIP = {"dali": 10.0, "pipeline": 10.0, "pyav": 10.0, "decoders.video": 40.0
 
 
 def fake(rates: dict[str, list[float]], nvdec: dict[str, float] | None = None, fed: bool = False) -> Results:
-    ways = [Way(name, lambda: None, kind=KINDS[name][0], knob=KINDS[name][1]) for name in rates]
-    trials = {
-        name: [Trial(100, 100 / r, 0.0, 0.5, busy={"nvdec_pct": (nvdec or {}).get(name)}) for r in values]
-        for name, values in rates.items()
-    }
-    return Results("fake", "clips", ways, trials, fed=fed)
+    """Trials of 100 clips, NVDEC busy ``nvdec[name]`` % where given (tests/fakes.py)."""
+    return fake_results(
+        rates,
+        kinds={name: kind for name, (kind, _) in KINDS.items()},
+        knobs={name: knob for name, (_, knob) in KINDS.items()},
+        unit="clips",
+        fed=fed,
+        busy={name: {"nvdec_pct": (nvdec or {}).get(name)} for name in rates},
+    )
 
 
 def alone(limit_rates: list[float], nvdec: dict[str, float] | None = None) -> Results:

@@ -51,10 +51,13 @@ import time
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import MISSING
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import fields
 from typing import Any
 from typing import Protocol
 
@@ -147,6 +150,20 @@ class Trial:
             "settle_s": self.settle_s,
             **self.busy,
         }
+
+    @classmethod
+    def from_dict(cls, found: Mapping[str, Any]) -> Trial:
+        """The trial that :meth:`as_dict` wrote (``rate`` is recomputed; every key that is no
+        field is a hardware reading, into ``busy``); a trial lacking a field is an error naming it."""
+        names = [f.name for f in fields(cls) if f.name != "busy"]
+        required = [f.name for f in fields(cls) if f.name != "busy" and f.default is MISSING]
+        missing = [k for k in required if k not in found]
+        if missing:
+            raise KeyError(f"a recorded trial lacks {', '.join(missing)}: not what Trial.as_dict writes")
+        return cls(
+            **{k: found[k] for k in names if k in found},
+            busy={k: v for k, v in found.items() if k not in names and k != "rate"},
+        )
 
 
 @dataclass(frozen=True)
@@ -281,6 +298,28 @@ class Results:
                 for w in self.ways
             },
         }
+
+    @classmethod
+    def from_record(cls, run: Mapping[str, Any]) -> Results:
+        """The run that :meth:`as_record` saved, to table and compare again (its ways' ``make``
+        cannot be saved: a rebuilt way cannot be run)."""
+
+        def unsaved() -> Loader:
+            raise RuntimeError(f"{run['label']}: a way rebuilt from a record cannot make its loader")
+
+        ways = [Way(name, unsaved, kind=w["kind"], knob=w["knob"]) for name, w in run["ways"].items()]
+        return cls(
+            run["label"],
+            run["unit"],
+            ways,
+            {name: [Trial.from_dict(t) for t in w["trials"]] for name, w in run["ways"].items()},
+            seconds=run.get("seconds", 0.0),
+            fed=run.get("fed", False),
+            orders=[list(order) for order in run.get("orders", [])],
+            order_seed=run.get("order_seed", ""),
+            startup_s=dict(run.get("startup_s", {})),
+            min_seconds=run.get("min_seconds", 0.0),
+        )
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
