@@ -83,11 +83,11 @@ nbval: data
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_COPIES)
 
 # each notebook runs once: the runner executes it, the GPU tier's checks read what it recorded
-# (tests/test_gpu_tier.py, and those marked gpu in each notebook's test file; none of them needs
+# (tests/notebooks/test_gpu_tier.py, and those marked gpu in each notebook's test file; none of them needs
 # the docs' packages)
 test-gpu: data
 	$(PY) -m tools.suite run --device gpu --scale $(SCALE) --out $(GPU_RUN) $(if $(ONLY),--only $(ONLY))
-	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests/test_gpu_tier.py $(wildcard tests/test_nb[0-9][0-9].py)
+	$(PY) -m pytest -p no:cacheprovider -m gpu --gpu-run $(GPU_RUN) tests/notebooks/test_gpu_tier.py $(wildcard tests/notebooks/test_nb[0-9][0-9].py)
 
 bench: data
 	$(PY) -m tools.suite bench --device auto $(if $(OUT),--out $(OUT))

@@ -71,16 +71,16 @@ def run_setup(notebook: Path, parameters: dict[str, Any] | None = None) -> dict[
     return namespace
 
 
-# Each notebook's refusals of bad parameters are written in its own test file, tests/test_nbNN.py,
+# Each notebook's refusals of bad parameters are written in its own test file, tests/notebooks/test_nbNN.py,
 # as ``REFUSALS = [(parameters, error class, words of the message), ...]`` (or ``pytest.param`` of
-# the same, with marks); tests/test_notebook_refusals.py runs them for every notebook of the
+# the same, with marks); tests/notebooks/test_notebook_refusals.py runs them for every notebook of the
 # registry, so a new notebook's are picked up without a list to edit.
 REFUSALS = "REFUSALS"
 
 
 def notebook_test_file(notebook: Path, root: Path) -> Path:
-    """The test file of a notebook of the checkout ``root``: tests/test_nbNN.py."""
-    return root / "tests" / f"test_nb{notebook.name[:2]}.py"
+    """The test file of a notebook of the checkout ``root``: tests/notebooks/test_nbNN.py."""
+    return root / "tests" / "notebooks" / f"test_nb{notebook.name[:2]}.py"
 
 
 def _module(path: Path) -> Any:

@@ -149,7 +149,7 @@ def test_an_argument_capture_cannot_prove_constant_runs_its_operator_eagerly_wit
 
 def test_capture_mode_has_no_public_way_to_say_what_it_captured() -> None:
     """What a loop captured is only in the private ``_capture.CaptureContext`` (CaptureGuard reads
-    it; tests/test_capture_guard.py checks that it is there)."""
+    it; tests/toolkit/test_capture_guard.py checks that it is there)."""
     public = {name for name in dir(ndd.capture) if not name.startswith("_")}
     assert public == {"invariant"}, changed(
         "helpers.toolkit.capture_guard (a public API may replace "

@@ -105,7 +105,7 @@ def _imported_packages() -> set[str]:
                 names.add(node.module.split(".")[0])
     local = (
         {"helpers", "tools", "conftest"}
-        | {p.stem for p in (REPO_ROOT / "tests").glob("*.py")}
+        | {p.stem for p in (REPO_ROOT / "tests").rglob("*.py")}
         | {p.stem for p in (REPO_ROOT / "notebooks" / "scripts").glob("*.py")}
     )  # scripts import each other
     return names - set(sys.stdlib_module_names) - local

@@ -105,3 +105,45 @@ def test_the_lessons_table_is_generated_from_the_lessons_docstrings(tmp_path: Pa
     (tmp_path / "helpers" / "lessons" / "nb99_dummy.py").write_text("X = 1\n")
     with pytest.raises(ValueError, match="nb99_dummy.py has no docstring: say what it holds"):
         inventory.render_lessons(tmp_path)
+
+
+# tests/<folder> holds the tests of <source>: a test file per module, named test_<module>.py
+LAYOUT = {"lessons": "helpers/lessons", "toolkit": "helpers/toolkit", "data": "helpers/data", "tools": "tools"}
+# test files that cover several modules of their folder, each named after what it checks
+ACROSS = {
+    "toolkit": {"test_figure_legibility"},  # plots and display, the figures' text at their size
+    "tools": {"test_lab"},  # make lab: tools.copies and tools.suite, through a Jupyter server
+}
+# at tests/: the shared modules and the tests of the suite as a whole
+TOP = {
+    "conftest",
+    "fakes",
+    "notebook_setup",
+    "test_browser_fixture",
+    "test_dali_behaviour",
+    "test_docs_site",
+    "test_environment",
+    "test_no_machine_paths",
+    "test_structure",
+}
+
+
+def test_the_tests_are_laid_out_as_the_source_is() -> None:
+    """A module's tests are found where it is: tests/lessons/test_nb02_capture_mode.py for
+    helpers/lessons/nb02_capture_mode.py, tests/tools/test_findings.py for tools/findings.py;
+    each lesson has its file; a notebook's run is tested in tests/notebooks/test_nbNN.py."""
+    tests = REPO_ROOT / "tests"
+    for folder, source in LAYOUT.items():
+        modules = {p.stem for p in (REPO_ROOT / source).glob("*.py")} - {"__init__"}
+        for test in sorted((tests / folder).glob("*.py")):
+            assert test.stem.removeprefix("test_") in modules or test.stem in ACROSS.get(folder, set()), (
+                f"tests/{folder}/{test.name}: name it test_<module>.py after a module of {source}/, "
+                "or move it where its module is"
+            )
+    lessons = {p.stem.removeprefix("test_") for p in (tests / "lessons").glob("test_*.py")}
+    assert lessons == _modules("lessons"), f"lessons without tests: {sorted(_modules('lessons') - lessons)}"
+    numbers = {p.name[:2] for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")}
+    runs = {p.stem for p in (tests / "notebooks").glob("test_nb[0-9][0-9].py")}
+    assert runs == {f"test_nb{n}" for n in numbers}
+    top = {p.stem for p in tests.glob("*.py")}
+    assert top == TOP, f"at tests/, move {sorted(top - TOP)} into the folder of what they test"

@@ -28,7 +28,7 @@ def alt_texts(notebook: dict[str, Any]) -> list[str]:
 
 def with_alt_texts(page: str, notebook: dict[str, Any]) -> tuple[str, list[str]]:
     """The page with each embedded image's ``alt`` replaced by its output's (nbconvert's stays
-    where the output has none: tests/test_docs_alt.py asks every committed figure for one), and
+    where the output has none: tests/tools/test_docs_alt.py asks every committed figure for one), and
     the problems: a page whose images do not match the notebook's outputs one to one."""
     texts = alt_texts(notebook)
     images = list(_IMG.finditer(page))

@@ -19,7 +19,7 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # Notebooks whose code changed after the run whose outputs they show, and what changed: their
 # pages say so (``tools.docs_notes.RERUN_NOTE``), cells added since have no outputs, and the others
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
-# then (tests/test_committed_notebooks.py says when).
+# then (tests/notebooks/test_committed_notebooks.py says when).
 AWAITING_RERUN: dict[str, str] = {
     name: "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as "
     "literals" + extra

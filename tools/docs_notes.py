@@ -5,7 +5,7 @@ a notebook not run yet, that its outputs come with its first run."""
 from __future__ import annotations
 
 # A new notebook is committed before its first GPU run (the runner's executed notebook follows):
-# its page says so. tests/test_committed_notebooks.py names each such notebook
+# its page says so. tests/notebooks/test_committed_notebooks.py names each such notebook
 # (AWAITS_ITS_FIRST_GPU_RUN), so that none stays unexecuted unnoticed.
 RERUN_NOTE = (
     '<p class="notebook-awaits-rerun"><strong>Awaiting a re-run.</strong> This notebook\'s '

@@ -26,7 +26,7 @@ from helpers.toolkit.parameters import INJECTED_TAG
 COLLAPSE = "collapse-output"  # a cell tag of ours: its printed output is a file, shown folded
 # Jupyter Book's tag, ours too: the cell's code is bookkeeping (imports, parameter checks, tables of
 # results, the record), shown folded under its first comment; JupyterLab folds it by the cell's
-# metadata jupyter.source_hidden, which tests/test_notebooks.py keeps in step with the tag
+# metadata jupyter.source_hidden, which tests/notebooks/test_notebooks.py keeps in step with the tag
 HIDE_INPUT = "hide-input"
 _INTERVAL = re.compile(r"\[\s*-?[\d.,]+\s*[-–]\s*-?[\d.,]+\s*\]")
 _PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\|\s*\d+(\.\d+)?[kMG]?/\d+(\.\d+)?[kMG]?\b.*$")

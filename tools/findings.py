@@ -22,7 +22,7 @@ short sentences: the README shows it as a bullet, and the notebook's bottom line
 function updated. The README's block opens with :func:`answer`, the one line a learner needs.
 
 Each finding names the notebooks and the records its figures come from (links), and holds every
-figure with the record and the path it was read from (``tests/test_generated_tables.py`` checks
+figure with the record and the path it was read from (``tests/tools/test_findings.py`` checks
 the README's figures against the records).
 """
 

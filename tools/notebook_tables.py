@@ -17,7 +17,7 @@ a :meth:`str.format` template whose fields are looked up in the record's
 ``notebooks.<notebook>.parameters``, then in its ``results`` (top-level values), so a key holds no
 parameter value and the label shows the one each record ran with; records that differ in it get
 a row each. ``format`` formats the value (default ``{:,.4g}``). A key that the metadata does not
-list is its own label, which ``tests/test_generated_tables.py`` refuses in the committed records.
+list is its own label, which ``tests/tools/test_notebook_tables.py`` refuses in the committed records.
 A ratio's spec may add ``"interval": ["goals", "<goal name>"]`` (or ``["ratios", "<key>"]``): the
 path, in the record's ``results``, of its ``{"ratio", "ci95"}``; the cell then shows the 95%
 interval beside the value.

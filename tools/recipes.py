@@ -10,7 +10,7 @@ user's file.
 :func:`run` runs a recipe as a user does: in a fresh Python process whose working directory is
 not the repository and where ``helpers`` and ``tools`` cannot be imported, with some settings
 replaced (:func:`script`), and hands back what the caller asks to see of its namespace (a JSON
-object of expressions evaluated after the recipe ran). tests/test_recipes.py runs every recipe so
+object of expressions evaluated after the recipe ran). tests/tools/test_recipes.py runs every recipe so
 on the CPU at a small scale, and the GPU tier on the GPU.
 """
 

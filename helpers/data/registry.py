@@ -9,7 +9,7 @@ labels), the README's findings (``tools.findings``: topics and their order), the
 DALI's published figures (``tools.published_comparison``), the docs site's nav and files
 (``docs/hooks.py``), the refusal tests, the GPU tier and every test parametrized by notebook; the
 notebooks and their lessons read their goals' targets here (:func:`goal_targets`), and their tests
-check the recorded goals against them. ``tests/test_registry.py`` adds a notebook 99 to a copy of
+check the recorded goals against them. ``tests/data/test_registry.py`` adds a notebook 99 to a copy of
 the checkout and checks that each of them finds it. It lives in ``helpers`` (the data layer), not
 ``tools``, because the lessons read it and ``helpers`` never imports ``tools``.
 

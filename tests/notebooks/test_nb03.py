@@ -1,5 +1,5 @@
 """Notebook 03 (feeding PyTorch fast): executed at CI scale on the CPU tier, and the checks of a
-GPU run (tests/test_gpu_tier.py calls ``check_goals`` and ``check_picks`` on it). Every figure is
+GPU run (tests/notebooks/test_gpu_tier.py calls ``check_goals`` and ``check_picks`` on it). Every figure is
 recomputed from the recorded trials of the harness's two runs, the knobs and the confirmation."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "03-feeding-pytorch-fast.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     (
         {"batch_sizes": [64, 100], "device": "cpu"},
@@ -199,7 +199,7 @@ def test_the_lesson_captured_every_operator_and_the_profile_adds_up(document) ->
 
 @pytest.mark.notebook
 def test_batch_sizes_that_are_not_multiples_of_the_first_are_refused_in_a_run(tmp_path: Path) -> None:
-    """The integration run of 03's refusals (the others: tests/test_notebook_refusals.py)."""
+    """The integration run of 03's refusals (the others: tests/notebooks/test_notebook_refusals.py)."""
     run = run_notebooks.run_notebook(NOTEBOOK, tmp_path / "run", {"batch_sizes": [64, 100], "device": "cpu"})
     assert not run.ok and "must be a multiple of the first (64)" in run.error
 

@@ -22,7 +22,7 @@ from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "02-capture-mode.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"batchsize": 8}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
     ({"epochs": "3"}, ParameterError, "parameter epochs must be a positive integer, not '3'"),
@@ -239,7 +239,7 @@ def test_the_notebook_opens_with_its_lesson_and_keeps_its_cells_short() -> None:
     assert parameters > first
     for cell in cells:
         if cell.cell_type != "code" or "recipe" in cell.metadata.get("tags", []):
-            continue  # the recipe keeps the recipes' rules (tests/test_recipes.py)
+            continue  # the recipe keeps the recipes' rules (tests/tools/test_recipes.py)
         lines = len(cell.source.splitlines())
         assert lines <= (30 if _visible_code(cell) else 12), cell.source[:80]
     writers = [c for c in cells if c.cell_type == "code" and "save_results(" in c.source]
@@ -250,7 +250,7 @@ def test_the_notebook_opens_with_its_lesson_and_keeps_its_cells_short() -> None:
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
 @notebook_tests
 def test_asking_for_the_gpu_without_one_says_use_cpu(tmp_path: Path) -> None:
-    """The integration run of 02's refusals (the others: tests/test_notebook_refusals.py)."""
+    """The integration run of 02's refusals (the others: tests/notebooks/test_notebook_refusals.py)."""
     run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, {"device": "gpu"})
     assert not run.ok and "GPUUnavailableError" in run.error and 'device="cpu"' in run.error
 

@@ -1,7 +1,7 @@
 """Notebook 05 (photographs at scale): executed at CI scale on the CPU tier through the shared
 ``ci_run`` fixture, with assertions on what it records, every figure recomputed from the recorded
 trials through ``helpers.toolkit.harness.Results``; its errors for a bad ``image_dir``. The checks of its
-H200 run are in tests/test_gpu_tier.py (they reuse ``check_trials``, ``check_goals`` and
+H200 run are in tests/notebooks/test_gpu_tier.py (they reuse ``check_trials``, ``check_goals`` and
 ``check_fully_captured``)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from helpers.toolkit.parameters import ParameterError
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "05-photos-at-scale.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"batchsize": 32}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
 ]

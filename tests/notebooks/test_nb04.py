@@ -26,7 +26,7 @@ from tools import run_notebooks
 from tools import run_parameters
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-scaling-out.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"processes": 1}, ParameterError, "parameter processes must be at least 2"),
     ({"records": 10**9}, ParameterError, "records: use at most"),
@@ -174,7 +174,7 @@ def test_two_nodes_met_at_one_rendezvous_and_stuck_to_their_shards(run04) -> Non
 
 @pytest.mark.notebook
 def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
-    """The integration run of 04's refusals (the others: tests/test_notebook_refusals.py)."""
+    """The integration run of 04's refusals (the others: tests/notebooks/test_notebook_refusals.py)."""
     run = run_notebooks.run_notebook(NOTEBOOK, tmp_path, {**_ci_parameters(), "processes": 1})
     assert not run.ok and "parameter processes must be at least 2" in run.error
 

@@ -1,6 +1,6 @@
 """Notebook 07 (video clips): executed at CI scale on the CPU tier through the shared ``ci_run``
 fixture, with assertions on what it records; a bad ``video_dir`` refused with the files named (the
-clip arithmetic and PyAV's clips: tests/test_video_clips.py)."""
+clip arithmetic and PyAV's clips: tests/toolkit/test_video_clips.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from helpers.toolkit.video_clips import clip_starts
 from tools import run_notebooks
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "07-video-clips.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"batchsize": 4}, ParameterError, "unknown parameter batchsize; did you mean batch_size?"),
     # CI scale: the sweep's 160x120 set, one video a class, has 21 clips: 5 shards of a batch of 4
@@ -138,7 +138,7 @@ def test_the_ci_run_checks_the_clips_and_frames_of_every_dali_way_first(document
 
 @pytest.mark.notebook
 def test_a_video_dir_that_is_not_a_folder_of_videos_is_refused_naming_it(tmp_path: Path) -> None:
-    """The integration run of 07's refusal (in this process too: tests/test_notebook_refusals.py)."""
+    """The integration run of 07's refusal (in this process too: test_notebook_refusals.py)."""
     (tmp_path / "cats").mkdir()
     (tmp_path / "cats" / "a.mp4").write_text("not a video")
     run = run_notebooks.run_notebook(NOTEBOOK, tmp_path / "out", {"video_dir": str(tmp_path), "trials": 1})

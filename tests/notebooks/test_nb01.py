@@ -23,7 +23,7 @@ from helpers.toolkit.devices import gpu_available
 from helpers.toolkit.parameters import ParameterError
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "01-getting-started.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"batch_size": 0}, ParameterError, "parameter batch_size must be a positive integer"),
     ({"batch_size": 22}, ParameterError, "batch_size=22 is larger than the 21 images"),
@@ -215,7 +215,7 @@ def test_getting_started_prints_each_skip_where_its_step_is(ci_run) -> None:
 
 @notebook_tests
 def test_a_mistyped_parameter_fails_under_plain_papermill(tmp_path: Path) -> None:
-    """The integration run of the refusals (the others: tests/test_notebook_refusals.py): in a
+    """The integration run of the refusals (the others: tests/notebooks/test_notebook_refusals.py): in a
     kernel under plain papermill, without the runner's check."""
     result = subprocess.run(
         [

@@ -207,9 +207,9 @@ def test_the_refusal_tests_and_the_gpu_tier_take_notebook_99(checkout: tuple[Pat
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/test_notebook_refusals.py",
-            "tests/test_gpu_tier.py",
-            "tests/test_notebooks.py",
+            "tests/notebooks/test_notebook_refusals.py",
+            "tests/notebooks/test_gpu_tier.py",
+            "tests/notebooks/test_notebooks.py",
         ],
         cwd=root,
         env={**_environment(), "PYTHONPATH": str(root)},
@@ -221,11 +221,11 @@ def test_the_refusal_tests_and_the_gpu_tier_take_notebook_99(checkout: tuple[Pat
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
     ids = collected.stdout.splitlines()
     for expected in (
-        "tests/test_notebook_refusals.py::test_a_bad_parameter_is_refused_by_name_in_the_set_up[99-dummy-0]",
-        "tests/test_notebook_refusals.py::test_good_parameters_pass_the_set_up_and_it_ends_before"
+        "tests/notebooks/test_notebook_refusals.py::test_a_bad_parameter_is_refused_by_name_in_the_set_up[99-dummy-0]",
+        "tests/notebooks/test_notebook_refusals.py::test_good_parameters_pass_the_set_up_and_it_ends_before"
         "_the_first_lesson[99-dummy]",
-        "tests/test_gpu_tier.py::test_notebook_ran_on_the_gpu[99-dummy]",
-        "tests/test_notebooks.py::test_cells_folded_on_the_site_are_folded_in_jupyterlab[99-dummy]",
+        "tests/notebooks/test_gpu_tier.py::test_notebook_ran_on_the_gpu[99-dummy]",
+        "tests/notebooks/test_notebooks.py::test_cells_folded_on_the_site_are_folded_in_jupyterlab[99-dummy]",
     ):
         assert expected in ids, f"{expected} not collected:\n" + "\n".join(ids[-40:])
 
@@ -252,7 +252,7 @@ def test_each_entry_is_read_from_the_notebooks_metadata() -> None:
         assert [entry.title, entry.learn, entry.needs_gpu] == [meta[k] for k in registry.REQUIRED_TEXT]
         assert set(registry.REQUIRED_SCALES) <= set(entry.scales)
         assert entry.slug == entry.path.stem and entry.site_path == f"notebooks/{entry.path.name}"
-        assert notebook_test_file(entry.path, REPO_ROOT).is_file(), f"{entry.slug} has no tests/test_nbNN.py"
+        assert notebook_test_file(entry.path, REPO_ROOT).is_file(), f"{entry.slug} has no tests/notebooks/test_nbNN.py"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ Left out of both checks: link targets and addresses, section numbers, DALI's ver
 "Further reading" sections (they suggest values to try, they claim nothing), questions, and
 counts from 0 to 10 (steps, processes, "two checks"), which prose needs without an output; and the
 bottom-line cell under the title, generated from the notebook's record (tools.bottom_lines: its
-figures are the record's, its words follow their intervals; tests/test_generated_tables.py keeps it
+figures are the record's, its words follow their intervals; tests/tools/test_bottom_lines.py keeps it
 in step with the record)."""
 
 from __future__ import annotations

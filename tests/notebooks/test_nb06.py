@@ -29,7 +29,7 @@ from tools import run_notebooks
 from tools import run_parameters
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "06-checkpoint-resume.ipynb"
-# its refusals of bad parameters, run in its set-up by tests/test_notebook_refusals.py
+# its refusals of bad parameters, run in its set-up by tests/notebooks/test_notebook_refusals.py
 REFUSALS = [
     ({"processes": 1}, ParameterError, "parameter processes must be at least 2"),
     (
@@ -84,7 +84,7 @@ def run06(ci_run: dict[str, run_notebooks.NotebookRun]) -> run_notebooks.Noteboo
 def _matches(result: dict, device: str, steps: int) -> None:
     """A resumed run compared with the uninterrupted one at every step (``steps``: of all ranks);
     on the CPU, where the notebook requires it, with no difference at all. On a GPU the record
-    keeps the largest differences (tests/test_gpu_tier.py checks what the H200 run gave)."""
+    keeps the largest differences (tests/notebooks/test_gpu_tier.py checks what the H200 run gave)."""
     assert result["steps_compared"] == steps, result
     if device == "cpu":
         assert result["bit_identical"] is True and result["losses_identical"] is True, result
@@ -240,7 +240,7 @@ def test_costs_come_from_interleaved_trials_with_intervals(run06) -> None:
 @pytest.mark.notebook
 @pytest.mark.usefixtures("scratch_folders_to_ourselves")  # not beside the CI-scale run: it works there
 def test_too_few_processes_are_refused_by_name_in_a_run(tmp_path: Path) -> None:
-    """The integration run of 06's refusals (the others: tests/test_notebook_refusals.py)."""
+    """The integration run of 06's refusals (the others: tests/notebooks/test_notebook_refusals.py)."""
     parameters = {**run_parameters.parameters_for(NOTEBOOK, "ci", "cpu"), "processes": 1}
     scratch = REPO_ROOT / "build" / "nb06"
     before = scratch.stat().st_ino if scratch.is_dir() else None  # emptying it makes it anew
