@@ -108,7 +108,12 @@ def test_the_lessons_table_is_generated_from_the_lessons_docstrings(tmp_path: Pa
 
 
 # tests/<folder> holds the tests of <source>: a test file per module, named test_<module>.py
-LAYOUT = {"lessons": "helpers/lessons", "toolkit": "helpers/toolkit", "data": "helpers/data", "tools": "tools"}
+LAYOUT = {
+    "lessons": "helpers/lessons",
+    "toolkit": "helpers/toolkit",
+    "data": "helpers/data",
+    "tools": "tools",
+}
 # test files that cover several modules of their folder, each named after what it checks
 ACROSS = {
     "toolkit": {"test_figure_legibility"},  # plots and display, the figures' text at their size
@@ -130,8 +135,8 @@ TOP = {
 
 def test_the_tests_are_laid_out_as_the_source_is() -> None:
     """A module's tests are found where it is: tests/lessons/test_nb02_capture_mode.py for
-    helpers/lessons/nb02_capture_mode.py, tests/tools/test_findings.py for tools/findings.py;
-    each lesson has its file; a notebook's run is tested in tests/notebooks/test_nbNN.py."""
+    helpers/lessons/nb02_capture_mode.py, tests/tools/test_findings.py for tools/findings.py; a
+    notebook's run is tested in tests/notebooks/test_nbNN.py, one per notebook."""
     tests = REPO_ROOT / "tests"
     for folder, source in LAYOUT.items():
         modules = {p.stem for p in (REPO_ROOT / source).glob("*.py")} - {"__init__"}
@@ -140,8 +145,6 @@ def test_the_tests_are_laid_out_as_the_source_is() -> None:
                 f"tests/{folder}/{test.name}: name it test_<module>.py after a module of {source}/, "
                 "or move it where its module is"
             )
-    lessons = {p.stem.removeprefix("test_") for p in (tests / "lessons").glob("test_*.py")}
-    assert lessons == _modules("lessons"), f"lessons without tests: {sorted(_modules('lessons') - lessons)}"
     numbers = {p.name[:2] for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")}
     runs = {p.stem for p in (tests / "notebooks").glob("test_nb[0-9][0-9].py")}
     assert runs == {f"test_nb{n}" for n in numbers}

@@ -75,13 +75,25 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
     seed_path = results_dir / SEED
     newest = newest_per_notebook([r for r in records(results_dir) if r.has_gpu])
     rates, published_ratios = compared_figures(results_dir.parent)
-    notebooks = {n for n, *_ in rates}
-    if not seed_path.is_file() or not notebooks <= set(newest):
+    notebooks = {n for n, *_ in [*rates, *published_ratios]}
+    if not seed_path.is_file() or not notebooks or not notebooks <= set(newest):
+        named = " and ".join(sorted(n[:2] for n in notebooks)) or "none"
         return (
-            "No record of a GPU machine holds notebooks 01 and 02 yet: nothing to set beside "
-            "the published figures."
+            f"No record of a GPU machine holds every notebook with published figures ({named}) yet: "
+            "nothing to set beside the published figures."
         )
     seed = json.loads(seed_path.read_text(encoding="utf-8"))["notebooks"]
+    absent = [
+        f"{n}: {key}"
+        for n, key, *_ in [*rates, *published_ratios]
+        if key not in seed.get(n, {}).get("headline", {})
+    ]
+    if absent:
+        raise ValueError(
+            f"results/{SEED} holds no published figure for {', '.join(absent)}, which the notebook's "
+            "metadata (`published`) sets beside it: add the figure DALI's tutorial printed to the "
+            'notebook\'s "headline" there, with its "labels" entry'
+        )
     labels = headline_labels(results_dir.parent / "notebooks")
 
     def measured(notebook: str, key: str) -> tuple[float, NotebookEntry]:

@@ -140,24 +140,30 @@ def read(path: Path) -> Notebook:
         missing.append("scales")
     else:
         missing += [f"scales.{s}" for s in REQUIRED_SCALES if not isinstance(scales.get(s), dict)]
+    malformed: list[str] = []  # optional keys present in a form the suite cannot read
     headline = meta.get("headline", {})
     if not isinstance(headline, dict):
-        missing.append("headline (a dict of {key: {label, format, interval}})")
-    goals = _goals(meta.get("goals", {}), missing)
+        malformed.append("headline (a dict of {key: {label, format, interval}})")
+    goals = _goals(meta.get("goals", {}), malformed)
     finding = meta.get("finding", {})
     if not isinstance(finding, dict) or (
         finding and not (isinstance(finding.get("topic"), str) and isinstance(finding.get("order"), int))
     ):
-        missing.append('finding (a dict {"topic": text, "order": a whole number})')
+        malformed.append('finding (a dict {"topic": text, "order": a whole number})')
     published = meta.get("published", [])
     if not isinstance(published, list) or not all(
         isinstance(p, dict) and set(PUBLISHED_FIELDS) <= set(p) and p["kind"] in PUBLISHED_KINDS
         for p in published
     ):
-        missing.append(f"published (a list of {{{', '.join(PUBLISHED_FIELDS)}}}, kind rate or ratio)")
+        malformed.append(f"published (a list of {{{', '.join(PUBLISHED_FIELDS)}}}, kind rate or ratio)")
+    if malformed and not missing:
+        raise RegistryError(
+            f"{path.name}: metadata[{KEY!r}] has {', '.join(malformed)} in another form; write it in "
+            "the form given here (helpers/data/registry.py describes each field)"
+        )
     if missing:
         raise RegistryError(
-            f"{path.name}: metadata[{KEY!r}] lacks {', '.join(missing)}; the notebook's registry "
+            f"{path.name}: metadata[{KEY!r}] lacks {', '.join([*missing, *malformed])}; the notebook's registry "
             f"entry is read from there (helpers/data/registry.py): add {', '.join(REQUIRED_TEXT)} "
             f'(text) and scales ({{"ci": {{...}}, "bench": {{...}}}}: the runner\'s parameters of each scale)'
         )
@@ -181,18 +187,23 @@ def _fields(text: str) -> list[str]:
 
 def _goals(found: Any, missing: list[str]) -> dict[str, Goal]:
     """The ``goals`` of an entry as :class:`Goal`; what is malformed is added to ``missing``."""
-    wrong = 'goals (a dict of {name: target} or {name: {"target", "per"}}, each target a positive number)'
+    wrong = 'goals (a dict of {name: target} or {name: {"target", "per"}}, a target a positive number, per a name)'
     if not isinstance(found, dict):
         missing.append(wrong)
         return {}
     goals = {}
     for name, spec in found.items():
         spec = spec if isinstance(spec, dict) else {"target": spec}
-        target = spec.get("target")
-        if isinstance(target, bool) or not isinstance(target, (int, float)) or target <= 0:
+        target, per = spec.get("target"), spec.get("per")
+        if (
+            isinstance(target, bool)
+            or not isinstance(target, (int, float))
+            or target <= 0
+            or not isinstance(per, (str, type(None)))
+        ):
             missing.append(f"{wrong}: {name!r}")
             continue
-        goals[name] = Goal(name, float(target), spec.get("per"))
+        goals[name] = Goal(name, float(target), per)
     return goals
 
 

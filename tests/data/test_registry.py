@@ -256,20 +256,23 @@ def test_each_entry_is_read_from_the_notebooks_metadata() -> None:
 
 
 @pytest.mark.parametrize(
-    "change, missing",
+    "change, said",
     [
         (lambda meta: meta.pop("learn"), "lacks learn;"),
         (lambda meta: meta.update(title="  "), "lacks title;"),
         (lambda meta: meta["scales"].pop("bench"), "lacks scales.bench;"),
-        (lambda meta: meta.update(headline=[]), "lacks headline (a dict"),
-        (lambda meta: meta.update(goals={"x / y": 0}), "lacks goals (a dict of {name: target}"),
-        (lambda meta: meta.update(goals={"x / y": {"per": "processes"}}), "lacks goals (a dict"),
-        (lambda meta: meta.update(finding={"topic": "x"}), 'lacks finding (a dict {"topic"'),
-        (lambda meta: meta.update(published=[{"seed": "a", "key": "b"}]), "lacks published (a list"),
-        (lambda meta: meta["published"][0].update(kind="speed"), "lacks published (a list"),
+        (lambda meta: meta.update(headline=[]), "has headline (a dict"),
+        (lambda meta: meta.update(goals={"x / y": 0}), "has goals (a dict of {name: target}"),
+        (lambda meta: meta.update(goals={"x / y": {"per": "processes"}}), "has goals (a dict"),
+        (lambda meta: meta.update(goals={"x / y": {"target": 1, "per": 2}}), "has goals (a dict"),
+        (lambda meta: meta.update(finding={"topic": "x"}), 'has finding (a dict {"topic"'),
+        (lambda meta: meta.update(published=[{"seed": "a", "key": "b"}]), "has published (a list"),
+        (lambda meta: meta["published"][0].update(kind="speed"), "has published (a list"),
     ],
 )
-def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, change, missing) -> None:
+def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, change, said) -> None:
+    """A required key missing: the error names it and says what to add; an optional one in another
+    form: the error names it and where its form is described, and nothing of the required ones."""
     meta = json.loads(json.dumps(ENTRY))
     change(meta)
     path = tmp_path / "notebooks" / "42-broken.ipynb"
@@ -279,8 +282,10 @@ def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, chan
     )
     with pytest.raises(registry.RegistryError) as raised:
         registry.notebooks(tmp_path)
-    assert str(raised.value).startswith(f"42-broken.ipynb: metadata['{registry.KEY}'] {missing}")
-    assert "add title, learn, needs_gpu" in str(raised.value)
+    assert str(raised.value).startswith(f"42-broken.ipynb: metadata['{registry.KEY}'] {said}")
+    required = said.startswith("lacks")
+    assert ("add title, learn, needs_gpu" in str(raised.value)) == required
+    assert ("in another form; write it in the form given here" in str(raised.value)) != required
     path.write_text("{not json")
     with pytest.raises(registry.RegistryError, match="42-broken.ipynb: cannot read the notebook"):
         registry.notebooks(tmp_path)

@@ -1,7 +1,7 @@
 """Every notebook refuses a parameter that cannot work, in its set-up, with a message that names it
 and says what to do, before it starts any work: the set-up cells executed in this process
 (``notebook_setup.run_setup``). Each notebook's refusals are listed in its own test file
-(``REFUSALS`` in tests/test_nbNN.py); this file runs them, and the good parameters, for every
+(``REFUSALS`` in tests/notebooks/test_nbNN.py); this file runs them, and the good parameters, for every
 notebook of the registry (``helpers.data.registry``). One refusal per notebook also runs in a kernel
 through the runner, in that notebook's test file."""
 

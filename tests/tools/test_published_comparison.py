@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fakes import H200
 from fakes import fake_entry
 from fakes import fake_goal
@@ -117,3 +118,19 @@ def test_the_published_table_sets_every_seed_figure_beside_the_newest_gpu_record
     assert published_comparison.render_published_table(
         results
     ) in published_comparison.render_published_comparison(results)
+
+
+def test_a_published_figure_missing_from_the_seed_is_named(tmp_path: Path) -> None:
+    """A notebook's metadata that sets a figure beside one the seed lacks gets an error that says
+    what to add to results/seed.json, not a KeyError."""
+    results = _published_records(tmp_path, 4.1, 1.6)
+    path = tmp_path / "notebooks" / "02-capture-mode.ipynb"
+    node = json.loads(path.read_text())
+    node["metadata"]["dali_tutorials"]["published"].append(
+        {"seed": "steps_per_s", "key": "capture_samples_per_s", "kind": "rate", "what": "steps/s"}
+    )
+    path.write_text(json.dumps(node))
+    with pytest.raises(
+        ValueError, match=r"seed.json holds no published figure for 02-capture-mode: steps_per_s"
+    ):
+        published_comparison.render_published_comparison(results)
