@@ -44,9 +44,10 @@ def positive_ints(name: str, values: Any) -> list[int]:
 
 def at_least(namespace: Mapping[str, Any], minimums: Mapping[str, int | tuple[int, str]]) -> None:
     """The one call that checks a notebook's whole-number parameters: each name of ``minimums`` in
-    ``namespace`` (the notebook's ``globals()``) is an integer of at least its minimum, given as a
-    number or as ``(minimum, why)``: ``{"batch_size": 1, "trials": (2, "a 95% interval needs two
-    trials")}``. The first that is not raises a ParameterError with its name, its value and why."""
+    ``namespace`` (the parameters a lesson's set-up was given, by name) is an integer of at least
+    its minimum, given as a number or as ``(minimum, why)``: ``{"batch_size": 1, "trials": (2, "a
+    95% interval needs two trials")}``. The first that is not raises a ParameterError with its
+    name, its value and why."""
     for name, minimum in minimums.items():
         least, why = minimum if isinstance(minimum, tuple) else (minimum, "")
         value = positive_int(name, namespace[name])
