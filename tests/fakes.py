@@ -24,6 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import nbformat
+from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_notebook
+
 from helpers.data.paths import REPO_ROOT
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.harness import Results
@@ -255,3 +259,28 @@ def edit_bottom_line(path: Path, change: Callable[[dict[str, Any]], Any] | None)
     else:
         change(cell)
     path.write_text(json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+# a notebook the runner can execute (tools.run_notebooks, tools.suite): its registry entry, a
+# parameters cell and the cells given
+SAVE_ANSWER = (
+    "import os, pathlib\nfrom helpers.data.results_file import NotebookResults\n"
+    "NotebookResults.now('{name}', {{}}, {{'answer': answer}}, {{}}, {{'answer': answer}})"
+    ".write(pathlib.Path(os.environ['DALI_TUTORIALS_RESULTS']))"
+)
+
+
+# a registry entry (helpers.data.registry): what the runner needs of a notebook's metadata
+RUNNER_ENTRY = {"title": "A test", "learn": "nothing", "needs_gpu": "No", "scales": {"ci": {}, "bench": {}}}
+
+
+def runnable_notebook(path: Path, *cells: str, entry: dict | None = RUNNER_ENTRY) -> Path:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if entry is not None:
+        nb.metadata["dali_tutorials"] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb.cells = [new_code_cell("answer = 42\nlabel = 'x'"), *[new_code_cell(c) for c in cells]]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nbformat.write(nb, path)
+    return path

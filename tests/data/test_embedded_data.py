@@ -407,3 +407,25 @@ def test_jpeg_variants_are_distinct_jpegs_of_the_photos_size() -> None:
     assert variants == embedded_data.jpeg_variants(files, 64)  # deterministic
     with pytest.raises(ValueError, match="only 16 distinct"):
         embedded_data.jpeg_variants(files[:2], 17)
+
+
+
+@pytest.mark.slow
+def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "helpers.data.embedded_data",
+        "--data-dir",
+        str(tmp_path),
+        "--records",
+        "2000",
+    ]
+    processes = [
+        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    assert [p.wait(timeout=300) for p in processes] == [0, 0]
+    dest = tmp_path / "dali_extra" / MNIST_TRAINING
+    assert embedded_data.read_manifest(dest)["records"] == 2000
+    assert not list(tmp_path.rglob(".build-*")) and not list(tmp_path.rglob(".old-*"))
