@@ -102,9 +102,14 @@ def test_a_failed_build_leaves_nothing_that_looks_complete(tmp_path: Path, monke
     assert embedded_data.is_complete(dest) and not list(tmp_path.rglob(".build-*"))
 
 
+def make_data(data_dir: Path, *options: str) -> list[str]:
+    """The command `make data` runs, building into ``data_dir`` with ``options``."""
+    return [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(data_dir), *options]
+
+
 @pytest.mark.slow
 def test_a_killed_make_data_is_rebuilt_cleanly(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path)]
+    command = make_data(tmp_path)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not list(tmp_path.rglob(".build-*")) and process.poll() is None and time.time() < deadline:
@@ -217,7 +222,7 @@ def _digests(root: Path) -> list[str]:
 
 def test_make_data_reports_a_bad_record_count(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "helpers.data.embedded_data", "--data-dir", str(tmp_path), "--records", "0"],
+        make_data(tmp_path, "--records", "0"),
         capture_output=True,
         text=True,
         env={**os.environ},
@@ -348,17 +353,7 @@ def test_a_failed_photo_set_build_leaves_nothing_that_looks_complete(tmp_path: P
 @pytest.mark.slow
 def test_a_killed_photo_set_build_is_rebuilt_cleanly(tmp_path: Path) -> None:
     """Killed mid-build with its process pool (the whole process group, as a closed terminal)."""
-    command = [
-        sys.executable,
-        "-m",
-        "helpers.data.embedded_data",
-        "--data-dir",
-        str(tmp_path),
-        "--records",
-        "100",
-        "--photo-set",
-        "512",
-    ]
+    command = make_data(tmp_path, "--records", "100", "--photo-set", "512")
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -412,15 +407,7 @@ def test_jpeg_variants_are_distinct_jpegs_of_the_photos_size() -> None:
 
 @pytest.mark.slow
 def test_two_data_builds_at_once_share_one_result(tmp_path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "helpers.data.embedded_data",
-        "--data-dir",
-        str(tmp_path),
-        "--records",
-        "2000",
-    ]
+    command = make_data(tmp_path, "--records", "2000")
     processes = [
         subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(2)
