@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fakes import fake_record
 from nbformat.v4 import new_code_cell
 from nbformat.v4 import new_markdown_cell
 from nbformat.v4 import new_notebook
@@ -111,29 +112,18 @@ def test_the_readme_findings_and_the_bottom_line_take_notebook_99_from_its_recor
     bullet (its title, its goals' ratios) and a bottom line (with the goals' verdicts)."""
     root, _ = checkout
     goal = {"ratio": 1.3, "ci95": [1.2, 1.5], "trials": 5, "goal": 1.1, "verdict": "met"}
-    record = {
-        "machine": {"gpu": None, "gpu_count": 0, "cpu_count": 2},
-        "date": "2099-01-01",
-        "notebooks": {
+    results = root / "results"
+    fake_record(  # a record of a CPU machine, as tools.run_record writes it
+        results / "cpu-2099-01-01.json",
+        "2099-01-01T09:00:00+00:00",
+        {
             "99-dummy": {
-                "created": "2099-01-01T09:00:00+00:00",
                 "parameters": {"answer": 1},
-                "headline": {},
                 "results": {"goals": {"answer / nothing": goal}},
                 "seconds": 1.0,
-                "run": {
-                    "scale": "full",
-                    "device_asked": "auto",
-                    "device": "cpu",
-                    "parameters": {},
-                    "command": "python -m tools.suite run",
-                    "commit": "abc",
-                },
             }
         },
-    }
-    results = root / "results"
-    (results / "cpu-2099-01-01.json").write_text(json.dumps(record), encoding="utf-8")
+    )
     try:
         (bullet,) = [f for f in findings.findings(results) if f.notebooks == ("99-dummy",)]
         assert bullet.topic == "A dummy"
