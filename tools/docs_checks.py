@@ -24,10 +24,7 @@ AWAITING_RERUN: dict[str, str] = {
     name: "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as "
     "literals" + extra
     for name, extra in {
-        "01-getting-started": "",
         "02-capture-mode": "; the training loop in sight and a recipe (new cells)",
-        "03-feeding-pytorch-fast": "; the training loop in sight and a recipe (new cells)",
-        "05-photos-at-scale": "; the training loop in sight (new cells)",
         "06-checkpoint-resume": "; a recipe demonstration that crosses an epoch",
         "07-video-clips": "; the limit goal judged against a lower bound; Kinetics normalization",
     }.items()

@@ -232,6 +232,49 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
     assert "over this run's epochs: this run times one epoch length" in text  # the trials say no epoch length
 
 
+ADVICE = {
+    "faster than a resumable capture loop",
+    "not distinguishable from them here",
+    "make a capture loop resumable",
+}
+
+
+@pytest.mark.parametrize(
+    "versus_eager,words",
+    [
+        (Ratio(0.80, 0.70, 0.90, 5, True), "faster than a resumable capture loop"),
+        (Ratio(0.93, 0.83, 1.04, 5, True), "not distinguishable from them here"),
+        (Ratio(1.40, 1.29, 1.53, 5, True), "make a capture loop resumable"),
+    ],
+)
+def test_what_to_do_follows_resumable_capture_against_eager_with_checkpoints(
+    versus_eager: Ratio, words: str
+) -> None:
+    """The advice names the way the interval of resumable capture / eager + checkpoints favours,
+    and says why the recipe is the eager loop when they tie."""
+    label = "capture, epoch readers + checkpoints / eager + checkpoints"
+    bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): versus_eager})
+    same = {"bit_identical": True}
+    cost = {
+        "write_ms": {"median": 11.7},
+        "restore_ms": {"median": 8.1},
+        "every": 20,
+        "resumes": {"eager": {"to_first_step_ms": 3161.5}},
+    }
+    text = conclusion(
+        machine="gpu, H200",
+        checks={"eager": same, "capture": same, "distributed": same},
+        dist_device="cpu",
+        processes=2,
+        refused=6,
+        cost=cost,
+        bench=bench,
+    )
+    advice = text.split("\n\n")[-1]
+    assert advice.startswith("What to do: ") and [w for w in ADVICE if w in advice] == [words], advice
+    assert "(the recipe)" in advice
+
+
 def test_resumable_capture_is_said_per_epoch_of_the_runs_length() -> None:
     """0.5x of capture mode is what a new reader, trace and pipeline an epoch cost over epochs of
     this length: the words give the epoch's steps and the time it added, not a ratio of the mode."""
