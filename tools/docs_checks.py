@@ -20,14 +20,15 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # pages say so (``tools.docs_notes.RERUN_NOTE``), cells added since have no outputs, and the others
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
+_BEFORE = (
+    "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as literals"
+)
 AWAITING_RERUN: dict[str, str] = {
-    name: "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as "
-    "literals" + extra
-    for name, extra in {
-        "02-capture-mode": "; the training loop in sight and a recipe (new cells)",
-        "06-checkpoint-resume": "; a recipe demonstration that crosses an epoch",
-        "07-video-clips": "; the limit goal judged against a lower bound; Kinetics normalization",
-    }.items()
+    "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells)",
+    "03-feeding-pytorch-fast": "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart",
+    "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
+    "06-checkpoint-resume": f"{_BEFORE}; a recipe demonstration that crosses an epoch",
+    "07-video-clips": f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization",
 }
 
 

@@ -563,9 +563,10 @@ def crossover(
     title: str,
 ) -> Any:
     """Samples/s against loader batch size, one line per loader; each point is
-    (batch, median, min, max) and the bars are the min-max range. ``ceiling`` (median, min, max)
-    is drawn as a horizontal band. Drawn as ``helpers.toolkit.plots`` draws its charts: at ``CSS_DPI``,
-    no text under ``SMALLEST_FONT_PT``, the legend under the axes."""
+    (batch, rate, low, high) and the bars are the interval from low to high. ``ceiling`` (rate,
+    low, high) is drawn as a horizontal band. Drawn as ``helpers.toolkit.plots`` draws its charts: at
+    ``CSS_DPI``, no text under ``SMALLEST_FONT_PT``, the legend under the axes; its alt text gives
+    every point's rate and each line's highest batch."""
     import numpy as np
 
     from helpers.toolkit.plots import legend_below
@@ -589,4 +590,14 @@ def crossover(
     ax.set_ylim(bottom=0)
     ax.set_title(title)
     legend_below(fig, *ax.get_legend_handles_labels(), columns=2)
+    lines = [
+        f"{name}: "
+        + ", ".join(f"{rate:,.0f} at batch {batch}" for batch, rate, *_ in points)
+        + f" (highest at batch {max(points, key=lambda p: p[1])[0]})"
+        for name, points in series.items()
+        if points
+    ]
+    if ceiling is not None:
+        lines.append(f"ceiling {ceiling[0]:,.0f}")
+    fig.alt = f"Chart: {title}. Training samples/s: " + "; ".join(lines) + "."
     return fig

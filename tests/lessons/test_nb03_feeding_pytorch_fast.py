@@ -399,3 +399,18 @@ def test_two_selection_rounds_never_say_that_no_knob_helps() -> None:
     assert "in 2 selection round(s)" in text and "not that a knob does not help" in text
     assert f"as wide as {results.ratio('capture b1024', 'capture b64')}" in text
     assert "confirmation" not in text
+
+
+def test_the_knobs_chart_says_every_rate_and_the_best_batch_in_its_alt_text() -> None:
+    from helpers.lessons.nb03_feeding_pytorch_fast import crossover
+
+    series = {
+        "capture": [(64, 12000.0, 11000.0, 13000.0), (1024, 20500.0, 19000.0, 22000.0)],
+        "pipeline": [(64, 27000.0, 26000.0, 28000.0), (1024, 25000.0, 24000.0, 26000.0)],
+    }
+    fig = crossover(series, ceiling=(108000.0, 107000.0, 109000.0), title="Rates (gpu)")
+    assert fig.alt == (
+        "Chart: Rates (gpu). Training samples/s: capture: 12,000 at batch 64, 20,500 at batch 1024 "
+        "(highest at batch 1024); pipeline: 27,000 at batch 64, 25,000 at batch 1024 (highest at batch "
+        "64); ceiling 108,000."
+    )

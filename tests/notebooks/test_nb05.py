@@ -243,7 +243,7 @@ def test_an_imagenet_style_folder_of_your_own_is_checked_and_read(capsys: pytest
 # --- the recipe: the notebook's loop in one cell, run as a user runs it (tools.recipes) ----------
 
 RECIPE_BATCH = 8  # the folder holds 8 photos: every epoch is one batch of the same photos
-RECIPE_STEPS = 12  # 12 epochs of one step; the last one leaves its epoch early, as the recipe says
+RECIPE_EPOCHS = 12  # 12 epochs of one step each, every one run to its end
 # ImageNet's normalization of 0-255 pixels: (0 - 123.675) / 58.395 and (255 - 103.53) / 57.375
 NORMALIZED = (-2.12, 2.64)
 RECIPE_REPORT = {
@@ -286,7 +286,7 @@ def _one_batch_folder(tmp_path: Path) -> Path:
     return root
 
 
-def _recipe_settings(folder: Path, device: str, steps: int = RECIPE_STEPS) -> dict:
+def _recipe_settings(folder: Path, device: str, epochs: int = RECIPE_EPOCHS) -> dict:
     return {
         "FOLDER": str(folder),
         "DEVICE": device,
@@ -294,7 +294,7 @@ def _recipe_settings(folder: Path, device: str, steps: int = RECIPE_STEPS) -> di
         "SIZE": 32,
         "BATCH": RECIPE_BATCH,
         "THREADS": 2,
-        "STEPS": steps,
+        "EPOCHS": epochs,
     }
 
 
@@ -311,11 +311,11 @@ def _check_recipe(run_recipe, device: str, tmp_path: Path) -> None:
     # a batch is the whole folder, shuffled: each class's 4 photos, labelled by its subfolder
     labels, dtype, labels_on = report["labels"]
     assert sorted(labels) == [0] * 4 + [1] * 4 and (dtype, labels_on) == ("torch.int64", on), report
-    # one loss per step, STEPS in all over 12 epochs; on the same 8 photos (new crops each step) it
+    # one loss per step, one step an epoch, EPOCHS in all; on the same 8 photos (new crops each step) it
     # falls well below its start (lr 0.1 x 8/256; in 7 runs on this CPU the last 4 steps' mean was
     # at most 0.28 of the first 3 steps')
     losses = report["losses"]
-    assert len(losses) == RECIPE_STEPS and all(math.isfinite(x) for x in losses), losses
+    assert len(losses) == RECIPE_EPOCHS and all(math.isfinite(x) for x in losses), losses
     assert statistics.fmean(losses[-4:]) < 0.6 * statistics.fmean(losses[:3]), losses
 
 
@@ -327,20 +327,20 @@ def _check_capture(device: str, tmp_path: Path) -> None:
     observed = recipes.Recipe(NOTEBOOK, CAPTURE_OBSERVER + found.source)
     report = recipes.run(
         observed,
-        _recipe_settings(_one_batch_folder(tmp_path), device, steps=3),
+        _recipe_settings(_one_batch_folder(tmp_path), device, epochs=3),
         {"captured": "_captured"},
         tmp_path,
     )
     expected = CAPTURED_BY_RECIPE[:4] + ["Copy"] * (device == "gpu") + CAPTURED_BY_RECIPE[4:]
-    # after every step but the last (it leaves its epoch early): every operator call captured
-    assert report["captured"] == [expected] * 2, report
+    # after every step of the 3 epochs, each run to its end: every operator call captured
+    assert report["captured"] == [expected] * 3, report
 
 
 @pytest.mark.slow
 def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
     """The recipe on the CPU, in a process without the suite, on a folder of 8 photos of 2
     classes with BATCH 8: NCHW float32 crops in channels_last order, normalized, labels 0 and 1
-    by subfolder, STEPS finite losses that fall on the same photos."""
+    by subfolder, EPOCHS finite losses, one an epoch, that fall on the same photos."""
     _check_recipe(run_recipe, "cpu", tmp_path)
 
 
