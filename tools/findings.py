@@ -166,7 +166,12 @@ def _getting_started(get: Lookup) -> list[str]:
         return [
             f"decoding {views} JPEG views of the photographs at hw_decoder_load 1{busy}, the GPU was "
             f"{versus(hardware, f'CPU decoding at {threads} threads')}.",
-            f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}.",
+            f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}"
+            + (
+                f"; hw_decoder_load 1 was {versus(get.ratio(NB01, 'ratios', 'hw_over_default'), 'the default')}."
+                if "hw_over_default" in get.value(NB01, "results", "ratios")
+                else "."
+            ),
         ]
     # records before the suite's harness (2026-12-02 and earlier): a sweep of settings
     load = get.value(NB01, "headline", "best_hw_decoder_load")
