@@ -163,15 +163,14 @@ def _getting_started(get: Lookup) -> list[str]:
         nvjpg = get.value(NB01, "headline").get("hw_gpu_nvjpg_pct")
         busy = f" (NVJPG {nvjpg:.0f}% busy)" if nvjpg is not None else ""
         views = get.value(NB01, "parameters", "speed_images")
+        one_over_default = ""  # the ratio behind the advice, in records from 2026-12-05 on
+        if "hw_over_default" in get.value(NB01, "results", "ratios"):
+            one = get.ratio(NB01, "ratios", "hw_over_default")
+            one_over_default = f"; hw_decoder_load 1 was {versus(one, 'the default')}"
         return [
             f"decoding {views} JPEG views of the photographs at hw_decoder_load 1{busy}, the GPU was "
             f"{versus(hardware, f'CPU decoding at {threads} threads')}.",
-            f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}"
-            + (
-                f"; hw_decoder_load 1 was {versus(get.ratio(NB01, 'ratios', 'hw_over_default'), 'the default')}."
-                if "hw_over_default" in get.value(NB01, "results", "ratios")
-                else "."
-            ),
+            f"At DALI's default hw_decoder_load it was {versus(default, 'CPU decoding')}{one_over_default}.",
         ]
     # records before the suite's harness (2026-12-02 and earlier): a sweep of settings
     load = get.value(NB01, "headline", "best_hw_decoder_load")
