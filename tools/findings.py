@@ -163,7 +163,7 @@ def _getting_started(get: Lookup) -> list[str]:
         nvjpg = get.value(NB01, "headline").get("hw_gpu_nvjpg_pct")
         busy = f" (NVJPG {nvjpg:.0f}% busy)" if nvjpg is not None else ""
         views = get.value(NB01, "parameters", "speed_images")
-        one_over_default = ""  # the ratio behind the advice, in records from 2026-12-05 on
+        one_over_default = ""  # the ratio behind the advice, where the record holds it
         if "hw_over_default" in get.value(NB01, "results", "ratios"):
             one = get.ratio(NB01, "ratios", "hw_over_default")
             one_over_default = f"; hw_decoder_load 1 was {versus(one, 'the default')}"
