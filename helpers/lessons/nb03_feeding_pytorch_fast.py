@@ -383,7 +383,8 @@ def knob_findings(
     if confirmation is not None and pick and baseline and pick != baseline:
         together = confirmation.ratio(pick, baseline)
         text += (
-            f" The confirmation's {together.trials} rounds measure the knobs again: `{pick}` was "
+            f" The confirmation's {together.trials} rounds measure the picked knobs together against "
+            f"`{baseline}`: `{pick}` was "
             f"{versus(together, f'`{baseline}`')}."
         )
     return text

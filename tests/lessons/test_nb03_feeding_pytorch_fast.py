@@ -382,8 +382,8 @@ def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
     assert text not in answer(results, picks, references)
     confirmed = answer(results, picks, {**references, "capture": "capture b64"}, knobs=results)
     assert (
-        f"The confirmation's 3 rounds measure the knobs again: `capture b1024` was faster than "
-        f"`capture b64` ({faster})"
+        f"The confirmation's 3 rounds measure the picked knobs together against `capture b64`: "
+        f"`capture b1024` was faster than `capture b64` ({faster})"
     ) in confirmed
 
 
