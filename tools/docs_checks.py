@@ -24,11 +24,20 @@ _BEFORE = (
     "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as literals"
 )
 AWAITING_RERUN: dict[str, str] = {
-    "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells)",
-    "03-feeding-pytorch-fast": "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart",
+    "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells), decoding on the CPU",
+    "03-feeding-pytorch-fast": (
+        "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart; the confirmation's "
+        "sentence says the picked knobs were measured together"
+    ),
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
-    "06-checkpoint-resume": f"{_BEFORE}; a recipe demonstration that crosses an epoch",
-    "07-video-clips": f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization",
+    "06-checkpoint-resume": (
+        f"{_BEFORE}; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
+        "interval; the eager loop's step shown"
+    ),
+    "07-video-clips": (
+        f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization; the loader's "
+        "whole module shown"
+    ),
 }
 
 
