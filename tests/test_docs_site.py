@@ -53,6 +53,7 @@ from helpers.toolkit.plots import SMALLEST_TEXT_PX
 from helpers.toolkit.plots import X_HEIGHT_EM
 from tools.docs_alt import alt_texts
 from tools.docs_checks import AWAITING_RERUN
+from tools.docs_checks import BEFORE_ALT_TEXTS
 from tools.docs_checks import awaits_its_first_run
 from tools.docs_checks import figure_count
 from tools.docs_nav import notebook_nav
@@ -628,9 +629,9 @@ def read_outputs(browser: Any, url: str) -> dict[str, Any]:
 
 
 def _rerun_pending(pages: list[str]) -> list[Any]:
-    """The notebook pages, those awaiting a re-run (AWAITING_RERUN) expected to fail."""
+    """The notebook pages, those whose outputs predate the alt texts (BEFORE_ALT_TEXTS) expected to fail."""
     mark = pytest.mark.xfail(strict=True, reason="its outputs predate alt texts and folded tables")
-    return [pytest.param(p, marks=mark) if Path(p).stem in AWAITING_RERUN else p for p in pages]
+    return [pytest.param(p, marks=mark) if Path(p).stem in BEFORE_ALT_TEXTS else p for p in pages]
 
 
 @pytest.mark.browser
@@ -1122,10 +1123,7 @@ NOT_YET: dict[str, dict[str, str]] = {
         },
         # its launches' log is folded: 14.9 screens down to 14.2 (2026-12-05); what is left is lessons
         "notebooks/04-scaling-out.html": RECIPE_FIRST,
-        **{
-            f"notebooks/{name}.html": LOOP_AND_RECIPE_FIRST
-            for name in ("02-capture-mode", "03-feeding-pytorch-fast")
-        },
+        "notebooks/03-feeding-pytorch-fast.html": LOOP_AND_RECIPE_FIRST,
     },
     "phone_screens": {
         **{

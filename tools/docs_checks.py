@@ -41,6 +41,16 @@ AWAITING_RERUN: dict[str, str] = {
 }
 
 
+# Of those, the notebooks whose committed outputs predate the alt texts on figures and the folded
+# tables (issue 47): their figures' and tables' tests are expected to fail until the re-run.
+BEFORE_ALT_TEXTS: tuple[str, ...] = (
+    "02-capture-mode",
+    "03-feeding-pytorch-fast",  # its knobs chart only
+    "06-checkpoint-resume",
+    "07-video-clips",
+)
+
+
 def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) -> list[str]:
     """What shows that a notebook was not executed as committed notebooks must be. A notebook
     ``awaiting_rerun`` (``AWAITING_RERUN``) may hold cells added since its run, without outputs."""
