@@ -57,8 +57,9 @@ def _code_of(text: str) -> list[str]:
 
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)
 def test_a_notebook_awaits_a_rerun_exactly_when_its_code_changed_since_its_run(notebook: Path) -> None:
-    """Its code cells against those of the commit that its record says ran it: the same, and it
-    is not in AWAITING_RERUN; changed since, and it is, so that its page says so."""
+    """Its code cells and its lesson module (helpers/lessons/nbNN_*.py) against those of the
+    commit that its record says ran it: the same, and it is not in AWAITING_RERUN; changed since,
+    and it is, so that its page says so."""
     records = CPU_RECORDS if notebook.stem in CPU_RUN_UNTIL_TWO_GPUS else RECORDS
     commit = records[notebook.stem].notebooks[notebook.stem].run.commit
     shown = subprocess.run(
@@ -70,6 +71,16 @@ def test_a_notebook_awaits_a_rerun_exactly_when_its_code_changed_since_its_run(n
     if shown.returncode:
         pytest.skip(f"commit {commit} is not in this clone's history: {shown.stderr.strip()}")
     changed = _code_of(shown.stdout) != _code_of(notebook.read_text())
+    # its lesson module writes its generated outputs (answers, charts' alt texts): a change there counts
+    lesson = next((REPO_ROOT / "helpers" / "lessons").glob(f"nb{notebook.stem[:2]}_*.py"), None)
+    if lesson is not None and not changed:
+        then = subprocess.run(
+            ["git", "show", f"{commit.removesuffix('-dirty')}:{lesson.relative_to(REPO_ROOT).as_posix()}"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+        )
+        changed = then.returncode != 0 or then.stdout != lesson.read_text()
     if changed:
         assert notebook.stem in AWAITING_RERUN, (
             f"{notebook.name}: its code changed since the run of {commit[:12]} that its outputs come "
