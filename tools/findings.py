@@ -309,8 +309,12 @@ def _advise_decoding(get: Lookup) -> str:
     old = "hw_gpu_over_cpu" not in ratios  # records before the suite's harness: a sweep's best
     hardware = get.ratio(NB01, "ratios", "best_gpu_over_cpu" if old else "hw_gpu_over_cpu", shown=False)
     default = get.ratio(NB01, "ratios", "best_gpu_over_cpu" if old else "gpu_over_cpu", shown=False)
-    if _side(hardware) == "faster":  # and hw_decoder_load=1 where its interval lies above the default's
-        return "Decode JPEGs on the GPU" + (" with `hw_decoder_load=1`" * (hardware.low > default.high))
+    if "hw_over_default" in ratios:  # hw_decoder_load=1 / the default, paired by round
+        one_ahead = get.ratio(NB01, "ratios", "hw_over_default", shown=False).low > 1
+    else:  # older records: where its interval lies above the default's
+        one_ahead = hardware.low > default.high
+    if _side(hardware) == "faster":
+        return "Decode JPEGs on the GPU" + (" with `hw_decoder_load=1`" * one_ahead)
     return "Decode JPEGs with DALI's CPU threads: the hardware decoder did not pay off here"
 
 

@@ -383,9 +383,8 @@ def knob_findings(
     if confirmation is not None and pick and baseline and pick != baseline:
         together = confirmation.ratio(pick, baseline)
         text += (
-            f" The confirmation's {together.trials} rounds measure the picked knobs together against "
-            f"`{baseline}`: `{pick}` was "
-            f"{versus(together, f'`{baseline}`')}."
+            f" The confirmation's {together.trials} rounds measure the picked knobs together: `{pick}` "
+            f"was {versus(together, f'`{baseline}`')}."
         )
     return text
 
@@ -567,7 +566,7 @@ def crossover(
     (batch, rate, low, high) and the bars are the interval from low to high. ``ceiling`` (rate,
     low, high) is drawn as a horizontal band. Drawn as ``helpers.toolkit.plots`` draws its charts: at
     ``CSS_DPI``, no text under ``SMALLEST_FONT_PT``, the legend under the axes; its alt text gives
-    every point's rate and each line's highest batch."""
+    every point's rate with its interval."""
     import numpy as np
 
     from helpers.toolkit.plots import legend_below
@@ -593,12 +592,13 @@ def crossover(
     legend_below(fig, *ax.get_legend_handles_labels(), columns=2)
     lines = [
         f"{name}: "
-        + ", ".join(f"{rate:,.0f} at batch {batch}" for batch, rate, *_ in points)
-        + f" (highest at batch {max(points, key=lambda p: p[1])[0]})"
+        + ", ".join(
+            f"{rate:,.0f} [{low:,.0f}-{high:,.0f}] at batch {batch}" for batch, rate, low, high in points
+        )
         for name, points in series.items()
         if points
     ]
     if ceiling is not None:
-        lines.append(f"ceiling {ceiling[0]:,.0f}")
+        lines.append(f"ceiling {ceiling[0]:,.0f} [{ceiling[1]:,.0f}-{ceiling[2]:,.0f}]")
     fig.alt = f"Chart: {title}. Training samples/s: " + "; ".join(lines) + "."
     return fig

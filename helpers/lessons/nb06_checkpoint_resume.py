@@ -722,8 +722,9 @@ def conclusion(
     else:
         advice = (
             f"What to do: {eager} (the recipe). Made resumable, capture mode was not distinguishable "
-            "from them here, and it needs more: a reader per epoch and, after a resume, an eager "
-            "replay of the batches already trained on; DALI checkpoints an eager reader as it is."
+            "from them here, and it needs more: a reader per epoch and, after a resume, a skip of "
+            "the epoch's batches already trained on (read, not decoded; their random numbers drawn); "
+            "DALI checkpoints an eager reader as it is."
         )
     if resumable.high < 1:
         advice += (

@@ -382,8 +382,8 @@ def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
     assert text not in answer(results, picks, references)
     confirmed = answer(results, picks, {**references, "capture": "capture b64"}, knobs=results)
     assert (
-        f"The confirmation's 3 rounds measure the picked knobs together against `capture b64`: "
-        f"`capture b1024` was faster than `capture b64` ({faster})"
+        f"The confirmation's 3 rounds measure the picked knobs together: `capture b1024` was faster "
+        f"than `capture b64` ({faster})"
     ) in confirmed
 
 
@@ -401,7 +401,7 @@ def test_two_selection_rounds_never_say_that_no_knob_helps() -> None:
     assert "confirmation" not in text
 
 
-def test_the_knobs_chart_says_every_rate_and_the_best_batch_in_its_alt_text() -> None:
+def test_the_knobs_chart_says_every_rate_and_its_interval_in_its_alt_text() -> None:
     from helpers.lessons.nb03_feeding_pytorch_fast import crossover
 
     series = {
@@ -410,7 +410,7 @@ def test_the_knobs_chart_says_every_rate_and_the_best_batch_in_its_alt_text() ->
     }
     fig = crossover(series, ceiling=(108000.0, 107000.0, 109000.0), title="Rates (gpu)")
     assert fig.alt == (
-        "Chart: Rates (gpu). Training samples/s: capture: 12,000 at batch 64, 20,500 at batch 1024 "
-        "(highest at batch 1024); pipeline: 27,000 at batch 64, 25,000 at batch 1024 (highest at batch "
-        "64); ceiling 108,000."
+        "Chart: Rates (gpu). Training samples/s: capture: 12,000 [11,000-13,000] at batch 64, 20,500 "
+        "[19,000-22,000] at batch 1024; pipeline: 27,000 [26,000-28,000] at batch 64, 25,000 "
+        "[24,000-26,000] at batch 1024; ceiling 108,000 [107,000-109,000]."
     )

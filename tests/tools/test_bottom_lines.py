@@ -393,3 +393,22 @@ def test_a_bottom_line_keeps_a_second_finding_within_its_budget(
     monkeypatch.setattr(bottom_lines, "SHOWN_CHARS", 200)
     short = bottom_lines.bottom_line(findings.NB06, results)
     assert SAID[findings.NB06][0] in short and second not in short
+
+
+@pytest.mark.parametrize("low,advised", [(1.1, True), (0.9, False)])
+def test_hw_decoder_load_1_is_advised_by_its_paired_ratio_against_the_default(
+    low: float, advised: bool, tmp_path: Path
+) -> None:
+    """Where the record holds hw_decoder_load 1 / the default, the advice names
+    ``hw_decoder_load=1`` exactly when that interval lies above 1."""
+    entries = fake_entries(fake_ratio(1.3, 1.2, 1.5))
+    entries[findings.NB01]["results"]["ratios"] = {
+        "hw_gpu_over_cpu": fake_ratio(8.0, 7.5, 8.9),
+        "gpu_over_cpu": fake_ratio(3.3, 3.1, 3.5),
+        "hw_over_default": fake_ratio(1.3, low, 1.5),
+    }
+    entries[findings.NB01]["parameters"] = {"speed_images": 64}
+    results = fake_results_folder(tmp_path, entries)
+    text = bottom_lines.bottom_line(findings.NB01, results)
+    assert ("Decode JPEGs on the GPU with `hw_decoder_load=1` (" in text) is advised, text
+    assert "hw_decoder_load 1 was" in text  # the ratio behind the advice, said beside it
