@@ -232,6 +232,26 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
     assert "over this run's epochs: this run times one epoch length" in text  # the trials say no epoch length
 
 
+def _conclusion_of(bench: _Bench) -> str:
+    """The conclusion of a run whose three resumes were bit-identical, for ``bench``'s ratios."""
+    same = {"bit_identical": True}
+    cost = {
+        "write_ms": {"median": 11.7},
+        "restore_ms": {"median": 8.1},
+        "every": 20,
+        "resumes": {"eager": {"to_first_step_ms": 3161.5}},
+    }
+    return conclusion(
+        machine="gpu, H200",
+        checks={"eager": same, "capture": same, "distributed": same},
+        dist_device="cpu",
+        processes=2,
+        refused=6,
+        cost=cost,
+        bench=bench,
+    )
+
+
 ADVICE = {
     "faster than a resumable capture loop",
     "not distinguishable from them here",
@@ -254,22 +274,7 @@ def test_what_to_do_follows_resumable_capture_against_eager_with_checkpoints(
     and says why the recipe is the eager loop when they tie."""
     label = "capture, epoch readers + checkpoints / eager + checkpoints"
     bench = _Bench(6400.0, {" / ".join(COMPARISONS[label]): versus_eager})
-    same = {"bit_identical": True}
-    cost = {
-        "write_ms": {"median": 11.7},
-        "restore_ms": {"median": 8.1},
-        "every": 20,
-        "resumes": {"eager": {"to_first_step_ms": 3161.5}},
-    }
-    text = conclusion(
-        machine="gpu, H200",
-        checks={"eager": same, "capture": same, "distributed": same},
-        dist_device="cpu",
-        processes=2,
-        refused=6,
-        cost=cost,
-        bench=bench,
-    )
+    text = _conclusion_of(bench)
     advice = text.split("\n\n")[-1]
     assert advice.startswith("What to do: ") and [w for w in ADVICE if w in advice] == [words], advice
     assert "(the recipe)" in advice
@@ -292,22 +297,7 @@ def test_resumable_capture_is_said_per_epoch_of_the_runs_length() -> None:
     )
     steps, seconds = epoch_cost(bench, resumable, "capture")
     assert steps == 256 and seconds == pytest.approx(256 * 64 * (1 / 3200 - 1 / 6400))  # 2.56 s
-    same = {"bit_identical": True}
-    cost = {
-        "write_ms": {"median": 11.7},
-        "restore_ms": {"median": 8.1},
-        "every": 20,
-        "resumes": {"eager": {"to_first_step_ms": 3161.5}},
-    }
-    text = conclusion(
-        machine="gpu, H200",
-        checks={"eager": same, "capture": same, "distributed": same},
-        dist_device="cpu",
-        processes=2,
-        refused=6,
-        cost=cost,
-        bench=bench,
-    )
+    text = _conclusion_of(bench)
     assert (
         "slower than capture mode with one reader and no checkpoints (0.50x [0.45-0.55])** over epochs "
         "of 256 steps, about 2.56 s more an epoch"
