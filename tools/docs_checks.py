@@ -27,16 +27,16 @@ AWAITING_RERUN: dict[str, str] = {
     "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells), decoding on the CPU",
     "03-feeding-pytorch-fast": (
         "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart; the confirmation's "
-        "sentence says the picked knobs were measured together"
+        "sentence says the picked knobs were measured together; pipeline mode's loop in plain code (a new cell)"
     ),
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
     "06-checkpoint-resume": (
         f"{_BEFORE}; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
-        "interval; the eager loop's step shown"
+        "interval; the eager loop's step shown, and the loop itself in plain code (a new cell)"
     ),
     "07-video-clips": (
         f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization; the loader's "
-        "whole module shown"
+        "whole module shown; the whole loop in plain code (a new cell)"
     ),
 }
 

@@ -174,3 +174,39 @@ def run(
             f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
         )
     return json.loads(lines[-1][len(REPORT) :])
+
+
+STEP_CALLS = ("train_step", "step", "train")  # what the notebooks call a model's training step
+EPOCH_SOURCES = ("next_epoch(", ".epoch()", "eager_batches()", "DALIGenericIterator(")  # a DALI epoch
+FOLDED = ("hide-input", TAG)  # code a page does not show as plain code where it teaches
+
+
+def _calls_a_step(loop: ast.For | ast.While) -> bool:
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in STEP_CALLS:
+                return True
+    return False
+
+
+def loop_in_sight(notebook: Path) -> int | None:
+    """The index of the first code cell that holds a whole training loop in plain code, shown as
+    it is (not folded, not the recipe), before the first cell that makes the suite's ``Harness``:
+    a ``for`` or ``while`` whose body calls the model's step (:data:`STEP_CALLS`), in a cell that
+    takes a DALI epoch (:data:`EPOCH_SOURCES`). None: the notebook has none."""
+    for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
+        if cell.cell_type != "code" or set(FOLDED) & set(cell.metadata.get("tags", [])):
+            continue
+        if "Harness(" in cell.source:
+            return None
+        if not any(source in cell.source for source in EPOCH_SOURCES):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython's magics: not plain Python
+            continue
+        loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
+        if any(_calls_a_step(loop) for loop in loops):
+            return index
+    return None

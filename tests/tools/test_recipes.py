@@ -12,7 +12,6 @@ from helpers.data import registry
 from tools import recipes
 
 NOTEBOOKS = [entry.path for entry in registry.notebooks()]
-# notebooks whose recipe is still to be written (issue #47): their test below fails when one appears
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
@@ -91,3 +90,41 @@ def test_a_recipe_runs_where_the_suite_cannot_be_imported(tmp_path: Path) -> Non
     ]:
         with pytest.raises(AssertionError, match=error):
             recipes.run(fake(tmp_path, source), {}, {}, tmp_path)
+
+
+# the notebooks whose training runs only in processes they launch: the page shows the script's loop
+IN_A_SCRIPT = {"04": "torchrun's processes run notebooks/scripts/train_ddp.py; its loop is excerpted on top"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_every_notebook_that_trains_shows_its_whole_loop_before_the_harness(notebook: Path) -> None:
+    """A notebook whose recipe trains holds its training loop in one cell of plain code, shown as
+    it is, before the suite's harness times it (issue #47, item 3)."""
+    found = recipes.recipe(notebook)
+    if found is None or "backward(" not in found.source:
+        pytest.skip(f"{notebook.name}'s recipe trains no model")
+    if notebook.stem[:2] in IN_A_SCRIPT:
+        cells = nbformat.read(notebook, as_version=4).cells
+        assert any("excerpt(SCRIPT" in c.source and "for step, (jpegs, labels)" in c.source for c in cells)
+        return
+    assert recipes.loop_in_sight(notebook) is not None, (
+        f"{notebook.name}: no visible code cell before the harness runs a loop over a DALI epoch that "
+        f"calls one of {recipes.STEP_CALLS}"
+    )
+
+
+def test_a_loop_folded_or_after_the_harness_is_not_in_sight(tmp_path: Path) -> None:
+    notebook = tmp_path / "99-fake.ipynb"
+    loop = "for jpegs, labels in reader.next_epoch(batch_size=8):\n    train_step(*prepare(jpegs, labels))\n"
+
+    def found(*cells: tuple[str, list[str]]) -> int | None:
+        made = [nbformat.v4.new_code_cell(s, metadata={"tags": t}) for s, t in cells]
+        nbformat.write(nbformat.v4.new_notebook(cells=made), notebook)
+        return recipes.loop_in_sight(notebook)
+
+    assert found(("x = 1", []), (loop, [])) == 1
+    assert found((loop, ["hide-input"])) is None  # folded
+    assert found((loop, [recipes.TAG])) is None  # the recipe is not where the loop is taught
+    assert found(("harness = Harness(unit='clips')", []), (loop, [])) is None  # after the harness
+    assert found(("for x in reader.next_epoch(batch_size=8):\n    pass\ntrain_step(x)", [])) is None
+    assert found(("%%time\n" + loop, [])) is None  # not plain Python
