@@ -27,7 +27,8 @@ AWAITING_RERUN: dict[str, str] = {
     "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells), decoding on the CPU",
     "03-feeding-pytorch-fast": (
         "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart; the confirmation's "
-        "sentence says the picked knobs were measured together; pipeline mode's loop in plain code (a new cell)"
+        "sentence says the picked knobs were measured together; pipeline mode's loop in plain code "
+        "(a new cell)"
     ),
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
     "06-checkpoint-resume": (
