@@ -283,12 +283,17 @@ def check_recipe(
             "x": "[list(x.shape), str(x.dtype), x.device.type]",
             "pixel": "[clips[0, 0, 0, 0].tolist(), x[0, 0, :, 0, 0].tolist()]",  # a pixel's RGB, as fed
             "labels": "labels.tolist()",
+            # the model's step ran: every parameter has a gradient and SGD's momentum buffer
+            "trained": "[all(p.grad is not None for p in model.parameters()), len(opt.state), "
+            "len(list(model.parameters()))]",
             "shards": f"[[v for _, (_, y) in zip(range({2 * epoch}), batches(i)) for v in y.tolist()] "
             "for i in range(READERS)]",
         },
     )
     on = "cuda" if device == "gpu" else "cpu"
     assert math.isfinite(report["loss"]), report
+    has_grads, stepped, parameters = report["trained"]
+    assert has_grads and stepped == parameters > 0, report["trained"]
     assert report["clips"] == [[batch, 8, size, size, 3], "torch.uint8", on]
     # normalized on the clips' device as the pretrained r2plus1d_18 expects (torchvision's own values)
     assert report["x"] == [[batch, 8, 3, size, size], "torch.float32", on]
