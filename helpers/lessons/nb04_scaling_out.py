@@ -6,6 +6,7 @@ and what its lessons made."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -206,6 +207,36 @@ def throughput_table(
     )
     shown = ["processes", "global batch", "samples/s (geometric mean)", "95% interval", "per process", "CV"]
     return throughput, fold(table, shown)
+
+
+def compare_accuracy(runs: Mapping[str, list[dict]], labels: Mapping[str, str], tolerance: float) -> dict:
+    """The held-out accuracies of the two configurations that must match, all processes
+    (``multi``) and 1 process at the same global batch (``single_global``): each launch's, their
+    means, the gap between the means in points and whether it is within ``tolerance`` points.
+    Prints the sentence that says so."""
+    per_launch = {k: [r["held_out_accuracy"] for r in runs[k]] for k in ("single_global", "multi")}
+    mean = {k: statistics.fmean(v) for k, v in per_launch.items()}
+    gap = abs(mean["multi"] - mean["single_global"]) * 100
+    launches = len(per_launch["multi"])
+
+    def spread(values: list[float]) -> str:
+        return f"{min(values):.2%} to {max(values):.2%}" if len(values) > 1 else f"{values[0]:.2%}"
+
+    print(
+        f"Held-out accuracy, mean over {launches} launches: {mean['single_global']:.2%} for "
+        f"{labels['single_global']} (launches: {spread(per_launch['single_global'])}), "
+        f"{mean['multi']:.2%} for {labels['multi']} ({spread(per_launch['multi'])}): "
+        f"{gap:.2f} points apart, {'within' if gap <= tolerance else 'more than'} the "
+        f"{tolerance:g} point(s) allowed."
+    )
+    return {
+        "per_launch": per_launch,
+        "mean": mean,
+        "gap_points": gap,
+        "tolerance_points": tolerance,
+        "within": gap <= tolerance,
+        "launches": launches,
+    }
 
 
 def record(

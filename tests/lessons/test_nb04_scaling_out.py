@@ -265,3 +265,21 @@ def test_no_committed_record_of_cpu_processes_judges_the_gpu_goal() -> None:
     for record in held:
         for name, goal in (record.notebooks["04-scaling-out"].results.get("goals") or {}).items():
             assert goal["verdict"] is None, (record.name, name, goal["verdict"])
+
+
+def test_the_accuracies_compared_are_the_means_of_the_launches_and_their_gap_in_points(capsys) -> None:
+    from helpers.lessons.nb04_scaling_out import compare_accuracy
+
+    runs = {
+        "single": [{"held_out_accuracy": 0.5}],  # not compared: another global batch
+        "single_global": [{"held_out_accuracy": 0.90}, {"held_out_accuracy": 0.92}],
+        "multi": [{"held_out_accuracy": 0.88}, {"held_out_accuracy": 0.90}],
+    }
+    labels = {"single_global": "1 process, global batch", "multi": "all processes"}
+    found = compare_accuracy(runs, labels, tolerance=1.0)
+    assert found["mean"] == pytest.approx({"single_global": 0.91, "multi": 0.89})
+    assert found["gap_points"] == pytest.approx(2.0) and not found["within"] and found["launches"] == 2
+    said = capsys.readouterr().out
+    assert "91.00% for 1 process, global batch (launches: 90.00% to 92.00%)" in said
+    assert "2.00 points apart, more than the 1 point(s) allowed." in said
+    assert compare_accuracy(runs, labels, tolerance=2.5)["within"]
