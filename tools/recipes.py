@@ -176,37 +176,87 @@ def run(
     return json.loads(lines[-1][len(REPORT) :])
 
 
-STEP_CALLS = ("train_step", "step", "train")  # what the notebooks call a model's training step
-EPOCH_SOURCES = ("next_epoch(", ".epoch()", "eager_batches()", "DALIGenericIterator(")  # a DALI epoch
+STEP_CALLS = ("train_step", "train", "step")  # a model's step, called by name (not a method)
+STEP_METHODS = ("train_step", "fit", "backward")  # ... or as a method: a trainer's, or the loss's
+EPOCHS = ("next_epoch", "epoch", "eager_batches", "DALIGenericIterator")  # what yields a DALI epoch
 FOLDED = ("hide-input", TAG)  # code a page does not show as plain code where it teaches
+
+
+def _call_name(node: ast.AST) -> str:
+    if not isinstance(node, ast.Call):
+        return ""
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
 
 
 def _calls_a_step(loop: ast.For | ast.While) -> bool:
     for node in ast.walk(loop):
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name in STEP_CALLS:
-                return True
+        if isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Name) and node.func.id in STEP_CALLS)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr in STEP_METHODS)
+        ):
+            return True
     return False
 
 
-def loop_in_sight(notebook: Path) -> int | None:
-    """The index of the first code cell that holds a whole training loop in plain code, shown as
-    it is (not folded, not the recipe), before the first cell that makes the suite's ``Harness``:
-    a ``for`` or ``while`` whose body calls the model's step (:data:`STEP_CALLS`), in a cell that
-    takes a DALI epoch (:data:`EPOCH_SOURCES`). None: the notebook has none."""
-    for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
-        if cell.cell_type != "code" or set(FOLDED) & set(cell.metadata.get("tags", [])):
+def _yields_an_epoch(node: ast.AST, streams: set[str]) -> bool:
+    """``node`` is a call that yields a DALI epoch, a name bound to one in the cell, or an
+    expression built on one (``zip(range(n), reader.next_epoch(...))``, a generator over it)."""
+    return any(
+        _call_name(n) in EPOCHS or (isinstance(n, ast.Name) and n.id in streams) for n in ast.walk(node)
+    )
+
+
+def _iterates_an_epoch(loop: ast.For | ast.While, streams: set[str]) -> bool:
+    if isinstance(loop, ast.For):
+        return _yields_an_epoch(loop.iter, streams)
+    return any(  # a while loop that takes a stream's batches: next(stream)
+        _call_name(n) == "next" and n.args and _yields_an_epoch(n.args[0], streams)
+        for n in ast.walk(loop)
+        if isinstance(n, ast.Call)
+    )
+
+
+def _folded(cell: Any) -> bool:
+    return bool(set(FOLDED) & set(cell.metadata.get("tags", []))) or bool(
+        cell.metadata.get("jupyter", {}).get("source_hidden")
+    )
+
+
+def _times_the_training(source: str) -> bool:
+    """The suite's harness timing a model's step (``.run(..., step=...)``)."""
+    return ".run(" in source and "step=" in source
+
+
+def loops_in_sight(notebook: Path) -> list[int]:
+    """The indexes of the code cells that hold a whole training loop in plain code, shown as
+    it is (neither folded nor the recipe), before the suite's harness times the training (the
+    first cell that runs it with a ``step``, or, in a notebook whose harness times trainers, the
+    first that makes a ``Harness``): a ``for`` or ``while`` over a DALI epoch (:data:`EPOCHS`, or a
+    name the cell binds to one) whose body calls the model's step (:data:`STEP_CALLS`,
+    :data:`STEP_METHODS`)."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    code = [c.source for c in cells if c.cell_type == "code"]
+    harness_times_steps = any(_times_the_training(source) for source in code)
+    found: list[int] = []
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "code":
             continue
-        if "Harness(" in cell.source:
-            return None
-        if not any(source in cell.source for source in EPOCH_SOURCES):
+        if _times_the_training(cell.source) if harness_times_steps else "Harness(" in cell.source:
+            break
+        if _folded(cell):
             continue
         try:
             tree = ast.parse(cell.source)
         except SyntaxError:  # IPython's magics: not plain Python
             continue
+        streams = {
+            target.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and _yields_an_epoch(node.value, set())
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
         loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
-        if any(_calls_a_step(loop) for loop in loops):
-            return index
-    return None
+        if any(_iterates_an_epoch(loop, streams) and _calls_a_step(loop) for loop in loops):
+            found.append(index)
+    return found

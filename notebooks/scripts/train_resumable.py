@@ -232,6 +232,11 @@ class Trainer:
     def train_step(self, jpegs: ndd.Batch, labels: ndd.Batch,
                    rng: ndd.random.RNG) -> tuple[torch.Tensor, torch.Tensor]:
         images, targets = preprocess(jpegs, labels, rng, self.args.device, self.args.batch_size)
+        return self.fit(images, targets)
+
+    def fit(self, images: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The step on a prepared batch: torch's noise, the forward and backward passes, SGD, the
+        schedule; a checkpoint every ``--every`` steps."""
         images = images + NOISE * torch.randn(images.shape, device=images.device)
         self.optimizer.zero_grad(set_to_none=True)
         loss = cross_entropy(self.net(images), targets)
