@@ -1121,8 +1121,6 @@ NOT_YET: dict[str, dict[str, str]] = {
             f"notebooks/{name}.html": RECIPE_FIRST
             for name in ("05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")
         },
-        # its launches' log is folded: 14.9 screens down to 14.2 (2026-12-05); what is left is lessons
-        "notebooks/04-scaling-out.html": RECIPE_FIRST,
         "notebooks/03-feeding-pytorch-fast.html": LOOP_AND_RECIPE_FIRST,
     },
     "phone_screens": {

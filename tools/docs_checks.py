@@ -30,7 +30,6 @@ AWAITING_RERUN: dict[str, str] = {
         "sentence says the picked knobs were measured together; pipeline mode's loop in plain code "
         "(a new cell)"
     ),
-    "04-scaling-out": "issue 47: the held-out accuracies compared in helpers.lessons.nb04_scaling_out",
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
     "06-checkpoint-resume": (
         f"{_BEFORE}; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
