@@ -33,11 +33,13 @@ AWAITING_RERUN: dict[str, str] = {
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
     "06-checkpoint-resume": (
         f"{_BEFORE}; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
-        "interval; the eager loop's step shown, and the loop itself in plain code (a new cell)"
+        "interval; the eager loop's step shown, and the loop written out (a new cell; the script's step "
+        "split into fit)"
     ),
     "07-video-clips": (
         f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization; the loader's "
-        "whole module shown; the whole loop in plain code (a new cell)"
+        "whole module shown; the whole loop in plain code opens section 4 and makes the ceiling's batches "
+        "(a new cell; the model is made after section 3's timings)"
     ),
 }
 

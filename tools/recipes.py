@@ -216,15 +216,25 @@ def _iterates_an_epoch(loop: ast.For | ast.While, streams: set[str]) -> bool:
     )
 
 
-def _folded(cell: Any) -> bool:
+def out_of_sight(cell: Any) -> bool:
+    """Not where a loop is taught: code hidden on the page or in JupyterLab (``hide-input``,
+    ``source_hidden``), or the recipe, which follows the lessons."""
     return bool(set(FOLDED) & set(cell.metadata.get("tags", []))) or bool(
         cell.metadata.get("jupyter", {}).get("source_hidden")
     )
 
 
 def _times_the_training(source: str) -> bool:
-    """The suite's harness timing a model's step (``.run(..., step=...)``)."""
-    return ".run(" in source and "step=" in source
+    """The suite's harness timing a model's step: a call of ``.run(..., step=...)``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        _call_name(node) == "run" and any(k.arg == "step" for k in node.keywords)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    )
 
 
 def loops_in_sight(notebook: Path) -> list[int]:
@@ -243,7 +253,7 @@ def loops_in_sight(notebook: Path) -> list[int]:
             continue
         if _times_the_training(cell.source) if harness_times_steps else "Harness(" in cell.source:
             break
-        if _folded(cell):
+        if out_of_sight(cell):
             continue
         try:
             tree = ast.parse(cell.source)

@@ -348,3 +348,40 @@ def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
 
 def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
     check_recipe(run_recipe, tmp_path, "gpu")
+
+
+def test_the_loop_written_out_in_the_notebook_is_the_scripts_eager_loop(tmp_path: Path) -> None:
+    """06's cell that writes out the script's eager loop (its reader, register, next_epoch, DALI's
+    preprocessing, the Trainer's fit) trains one epoch to the losses and weights of the script's
+    own loop (Trainer.epoch) from the same settings, bit for bit: the page shows what the script does."""
+    from types import SimpleNamespace
+
+    import nbformat
+    import nvidia.dali.experimental.dynamic as ndd
+
+    from helpers.lessons.nb06_checkpoint_resume import load_script
+
+    trainer = load_script()
+    data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "training", 256)
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    cell = next(c.source for c in cells if c.cell_type == "code" and "eager loop written out" in c.source)
+
+    def args(name: str) -> list[str]:  # the notebook's runs.args: a command line, checkpoints in tmp_path
+        return ["--data", str(data), "--device", "cpu", "--batch-size", "32", "--epochs", "2", "--every", "3",
+                "--keep", "2", "--lr", "0.05", "--seed", "3", "--num-threads", "1",
+                "--checkpoints", str(tmp_path / name)]  # fmt: skip
+
+    script = trainer.Trainer(trainer.parse_args([*args("script"), "--quiet"]), rank=0, local_rank=0, world=1)
+    for _ in script.epoch():
+        pass
+    namespace = {
+        "trainer": trainer, "runs": SimpleNamespace(args=args), "setup": SimpleNamespace(train_path=data),
+        "seed": 3, "batch_size": 32, "epochs": 2, "device": "cpu", "workdir": tmp_path, "ndd": ndd,
+    }  # fmt: skip
+    source = tmp_path / "loop_cell.py"  # DALI 2.4.0's dynamic mode reads its callers' source lines
+    source.write_text(cell)
+    exec(compile(cell, str(source), "exec"), namespace)
+    loop = namespace["loop"]
+    assert len(script.losses) == script.steps_per_epoch == 8 and loop.losses == script.losses
+    assert trainer.weights_digest(loop.model) == trainer.weights_digest(script.model)
+    assert sorted(p.name for p in (tmp_path / "loop").iterdir()) == ["step-00000003", "step-00000006"]

@@ -97,7 +97,7 @@ IN_A_SCRIPT = {"04": "torchrun's processes run notebooks/scripts/train_ddp.py; i
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
-def test_every_notebook_that_trains_shows_its_whole_loop_before_the_harness(notebook: Path) -> None:
+def test_every_notebook_that_trains_shows_its_whole_loop_before_the_harness_times_it(notebook: Path) -> None:
     """A notebook whose recipe trains holds its training loop in a cell of plain code, shown as
     it is, before the suite's harness times it (issue #47, item 3); 03 shows pipeline mode's
     loop too, the feeder its bottom line advises."""
@@ -107,6 +107,7 @@ def test_every_notebook_that_trains_shows_its_whole_loop_before_the_harness(note
     cells = nbformat.read(notebook, as_version=4).cells
     if notebook.stem[:2] in IN_A_SCRIPT:
         shown = [c for c in cells[:5] if c.cell_type == "code" and "excerpt(SCRIPT" in c.source]
+        assert shown and not recipes.out_of_sight(shown[0]), "the script's loop, shown"
         assert shown and "for step, (jpegs, labels)" in shown[0].source, "the script's loop, on top"
         return
     loops = recipes.loops_in_sight(notebook)
@@ -136,6 +137,7 @@ def test_a_loop_folded_after_the_harness_or_over_no_epoch_is_not_in_sight(tmp_pa
     assert found(("harness = Harness(unit='clips')", {}), (loop, {})) == []  # after the harness
     assert found(("harness = Harness(unit='clips')", {"tags": ["hide-input"]}), (loop, {})) == []
     timed = "fed = harness.run(ways, 3, step=train_step)"
+    assert found(("harness.run(ways, 3)\nstep = 2", {}), (loop, {}), (timed, {})) == [1]  # no step= keyword
     assert found(("harness = Harness()", {}), (loop, {}), (timed, {})) == [1]  # before it times the step
     assert found((timed, {}), (loop, {})) == []
     once = "first = next(iter(reader.next_epoch(batch_size=8)))\nfor _ in range(3):\n    train_step(*first)\n"
