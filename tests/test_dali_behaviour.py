@@ -19,6 +19,8 @@ import cProfile
 import os
 import pstats
 import shutil
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -495,3 +497,39 @@ def test_two_eager_loops_of_different_contexts_cannot_take_turns(lmdb) -> None:
     )
     shared = ndd.EvalContext(num_threads=1)
     in_a_thread(lambda: turns(shared, shared))  # the workaround: one context for both loops
+
+
+# --- 14. squeeze without its caller's source ---------------------------------------------------
+
+SQUEEZE = """
+import nvidia.dali.experimental.dynamic as ndd
+reader = ndd.readers.Caffe2(path={path!r})
+_, labels = next(iter(reader.next_epoch(batch_size=4)))  # labels of shape (1,)
+print(tuple(ndd.squeeze(labels, axes=0).torch().shape))
+"""
+
+
+def _squeezed(lmdb: str, tmp_path: Path, *, from_a_file: bool) -> subprocess.CompletedProcess:
+    code = SQUEEZE.format(path=lmdb)
+    if from_a_file:
+        (tmp_path / "squeeze.py").write_text(code)
+    command = [sys.executable, str(tmp_path / "squeeze.py")] if from_a_file else [sys.executable, "-c", code]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DALI 2.4.0: without the calling code's source, squeeze's axes goes per call and the "
+    "operator fails to build (docs/pages/dali-behaviour.md, section 14)",
+)
+def test_squeeze_keeps_its_axes_where_its_caller_has_no_source(lmdb, tmp_path: Path) -> None:
+    done = _squeezed(lmdb, tmp_path, from_a_file=False)
+    assert done.stdout.strip() == "(4,)", done.stderr[-2000:]
+
+
+def test_squeeze_keeps_its_axes_called_from_a_file(lmdb, tmp_path: Path) -> None:
+    """Section 14's workaround: the same code from a file (tools.recipes.run, test_nb06's loop cell)."""
+    done = _squeezed(lmdb, tmp_path, from_a_file=True)
+    assert done.stdout.strip() == "(4,)", changed("tools.recipes.run and tests/notebooks/test_nb06.py") + (
+        f": {done.stderr[-2000:]}"
+    )
