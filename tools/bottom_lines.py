@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import GOALS_GPU
+from helpers.data.registry import judges_goals
 from tools.findings import ADVICE
 from tools.findings import Finding
 from tools.findings import Lookup
@@ -81,6 +83,13 @@ def goals_sentence(get: Lookup, notebook: str) -> str | None:
         return (
             f"Its goal{'s' * (len(goals) > 1)} ({names}) {'are' if len(goals) > 1 else 'is'} stated "
             "for GPUs and not judged on this run."
+        )
+    gpu = record.machine.get("gpu")
+    if not judges_goals(gpu):  # measured on another GPU: its verdicts say how that GPU compares
+        several = len(goals) > 1
+        return (
+            f"Its goal{'s' * several} {'are' if several else 'is'} stated for an {GOALS_GPU}, not "
+            f"judged on this {gpu} ([{f'all {len(goals)}' if several else 'listed'}]({GOALS_LINK}))."
         )
     where = ""
     if len(goals) == 1:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from helpers.data.registry import GOALS_GPU
+from helpers.data.registry import judges_goals
 from tools.goal_check import goal_problems
 from tools.notebook_tables import GENERATED
 from tools.records import RESULTS
@@ -21,7 +23,7 @@ from tools.records import newest_per_notebook
 from tools.records import records
 
 
-def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str:
+def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str, gpu: str | None = None) -> str:
     label = f"{notebook[:2]} · {name}"
     problems = goal_problems(goal)
     if problems:
@@ -29,6 +31,8 @@ def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str) -> str
     low, high = goal["ci95"]
     count = f"{goal['launches']} launches" if "launches" in goal else f"{goal['trials']} trials"
     verdict = goal["verdict"] or "not judged: the run's processes were on the CPU"
+    if goal["verdict"] and not judges_goals(gpu):  # another GPU's verdict: how it compares
+        verdict = f"{verdict} on an {gpu}; not judged (stated for an {GOALS_GPU})"
     return (
         f"| {label} | >= {goal['goal']:g}x | {goal['ratio']:.2f}x | {low:.2f}x–{high:.2f}x | "
         f"{verdict} | {count} |"
@@ -51,7 +55,8 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
             lines.append(f"| {notebook[:2]} · no goals recorded | — | — | — | — | — |")
             continue
         lines += [
-            _goal_row(notebook, name, goal, f"{record.name}, {notebook}") for name, goal in goals.items()
+            _goal_row(notebook, name, goal, f"{record.name}, {notebook}", record.machine.get("gpu"))
+            for name, goal in goals.items()
         ]
     # goals that only a record without a GPU holds: stated, never judged here
     elsewhere = newest_per_notebook([r for r in records(results_dir) if not r.has_gpu])

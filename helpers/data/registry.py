@@ -58,6 +58,9 @@ REQUIRED_TEXT = ("title", "learn", "needs_gpu")
 REQUIRED_SCALES = ("ci", "bench")  # "full" is the notebook's defaults
 PUBLISHED_FIELDS = ("seed", "key", "kind", "what")
 PUBLISHED_KINDS = ("rate", "ratio")
+# the GPU every notebook's goals are stated for: a run on another GPU measures its ratios, and its
+# verdicts say how that machine compares, not whether the goals hold (:func:`judges_goals`)
+GOALS_GPU = "H200"
 
 
 class RegistryError(ValueError):
@@ -228,3 +231,9 @@ def goal_targets(slug: str, root: Path = REPO_ROOT, **values: Any) -> dict[str, 
     these values (:meth:`Goal.resolved`: ``threads=4`` fills a name's ``{threads}``,
     ``processes=2`` doubles a target stated per process)."""
     return dict(goal.resolved(**values) for goal in entry(slug, root).goals.values())
+
+
+def judges_goals(gpu: str | None) -> bool:
+    """Whether a run on ``gpu`` (its name, ``"NVIDIA H200"``; None: no GPU) judges the goals, which
+    are stated for :data:`GOALS_GPU`."""
+    return GOALS_GPU in (gpu or "").split()

@@ -16,6 +16,8 @@ from typing import Any
 from helpers.data.data_sources import locate_data
 from helpers.data.embedded_data import read_manifest
 from helpers.data.paths import relative
+from helpers.data.registry import GOALS_GPU
+from helpers.data.registry import judges_goals
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import Record
 from helpers.toolkit.benchmarking import versus
@@ -28,7 +30,6 @@ from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import reject_unknown_parameters
 
 NOTEBOOK = "02-capture-mode.ipynb"
-GOAL_MACHINE = "H200"
 LOSS_TOLERANCE = 1e-4  # the largest gap in an epoch's mean loss that counts as the same training
 WARM_UP_AND_TWO = (
     3,
@@ -233,10 +234,10 @@ def equality_line(equality: Mapping[str, Any]) -> str:
 
 def goal_note(gpu: str | None, device: str) -> str:
     """Whether this run judges the goal, which is stated for an H200."""
-    if device == "gpu" and GOAL_MACHINE in (gpu or ""):
-        return f"This run is on an {GOAL_MACHINE}: the verdicts judge the goals (at these parameters)."
+    if device == "gpu" and judges_goals(gpu):
+        return f"This run is on an {GOALS_GPU}: the verdicts judge the goals (at these parameters)."
     return (
-        f"The goals are stated for an {GOAL_MACHINE}; this run ({device}, {gpu or 'no GPU'}) says "
+        f"The goals are stated for an {GOALS_GPU}; this run ({device}, {gpu or 'no GPU'}) says "
         "what this machine measured, not whether the goals hold."
     )
 

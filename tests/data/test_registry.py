@@ -279,3 +279,10 @@ def test_an_incomplete_entry_names_the_notebook_and_the_key(tmp_path: Path, chan
     path.write_text("{not json")
     with pytest.raises(registry.RegistryError, match="42-broken.ipynb: cannot read the notebook"):
         registry.notebooks(tmp_path)
+
+
+def test_only_a_run_on_the_goals_gpu_judges_them() -> None:
+    assert registry.judges_goals("NVIDIA H200") and registry.judges_goals("NVIDIA H200 NVL")
+    assert not registry.judges_goals("NVIDIA H100 80GB HBM3")
+    assert not registry.judges_goals("NVIDIA GH200 480GB")  # another GPU, its name holding "H200"
+    assert not registry.judges_goals(None)

@@ -297,6 +297,14 @@ def test_several_goals_are_counted_by_verdict_and_a_cpu_run_judges_none(tmp_path
     assert bottom_lines.bottom_line(findings.NB04, gpu).endswith(
         "Its goal (weak scaling (all processes / 1 process)) is stated for GPUs and not judged on this run."
     )
+    # another GPU than the goals' measures the ratios; its verdicts do not judge the goals
+    h100 = fake_results_folder(tmp_path / "h100", entries, machine={**h200, "gpu": "NVIDIA H100 80GB HBM3"})
+    text = bottom_lines.bottom_line(findings.NB03, h100)
+    assert text.endswith(
+        "Its goals are stated for an H200, not judged on this NVIDIA H100 80GB HBM3 "
+        "([all 3](../docs/pages/results.md#the-suites-goals))."
+    )
+    assert " met" not in text and "inconclusive" not in text
 
 
 def test_a_notebook_without_a_record_or_a_function_is_named(tmp_path: Path) -> None:

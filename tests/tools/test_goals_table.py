@@ -59,6 +59,17 @@ def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
         "[gpu.json](results/gpu.json) (2x NVIDIA H200, full scale, device auto → cpu, 2026-03-02); "
         "[old-gpu.json](results/old-gpu.json) (NVIDIA H200, full scale"
     ) in table
+    # a newer record on another GPU than the goals' H200: its verdicts say how that GPU compares
+    fake_record(
+        tmp_path / "h100.json",
+        "2026-03-04T09:00:00+00:00",
+        {"03-x": {"headline": {}, "results": {"goals": {"a / b": goals["a / b"]}}}},
+        machine={**H200, "gpu": "NVIDIA H100", "gpu_count": 1},
+    )
+    assert goals_table.render_goals_table(tmp_path).splitlines()[3] == (
+        "| 03 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met on an NVIDIA H100; not judged (stated for "
+        "an H200) | 5 trials |"
+    )
 
 
 def test_a_goal_without_its_interval_is_refused(tmp_path: Path) -> None:
