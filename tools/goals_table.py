@@ -79,7 +79,8 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
             f"Each notebook's `results.goals` in the newest record of a machine with a GPU that "
             f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
             "its ratio clears the target, not met when the interval lies below it, "
-            f"inconclusive otherwise. {GENERATED}"
+            f"inconclusive otherwise. The targets are stated for an {GOALS_GPU}: a record of another GPU "
+            f"shows how that GPU compares, marked not judged. {GENERATED}"
         ),
     ]
     return "\n".join(lines)
