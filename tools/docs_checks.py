@@ -24,7 +24,6 @@ _BEFORE = (
     "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as literals"
 )
 AWAITING_RERUN: dict[str, str] = {
-    "02-capture-mode": f"{_BEFORE}; the training loop in sight and a recipe (new cells), decoding on the CPU",
     "03-feeding-pytorch-fast": (
         "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart; the confirmation's "
         "sentence says the picked knobs were measured together; pipeline mode's loop in plain code "
@@ -47,7 +46,6 @@ AWAITING_RERUN: dict[str, str] = {
 # Of those, the notebooks whose committed outputs predate the alt texts on figures and the folded
 # tables (issue 47): their figures' and tables' tests are expected to fail until the re-run.
 BEFORE_ALT_TEXTS: tuple[str, ...] = (
-    "02-capture-mode",
     "03-feeding-pytorch-fast",  # its knobs chart only
     "06-checkpoint-resume",
     "07-video-clips",

@@ -35,6 +35,7 @@ FIGURES_ALLOWED = {
         "350": "a photograph is about 350 times a digit's pixels (640x427 / 28x28)",
         "640": "the embedded photographs' width",
         "0.5": "an example of arithmetic on a batch (`images * 0.5`)",
+        "14": "a section's number on the DALI behaviour page, in a link",
     },
     "04-scaling-out": {"29400": "torchrun's default rendezvous port, in an example command"},
     "05-photos-at-scale": {
