@@ -23,8 +23,10 @@ from tools.records import newest_per_notebook
 from tools.records import records
 
 
-def _goal_row(notebook: str, name: str, goal: dict[str, Any], where: str, gpu: str | None = None) -> str:
-    label = f"{notebook[:2]} · {name}"
+def _goal_row(
+    notebook: str, name: str, goal: dict[str, Any], where: str, gpu: str | None = None, of: str = ""
+) -> str:
+    label = f"{notebook[:2]} · {name}{of}"
     problems = goal_problems(goal)
     if problems:
         raise ValueError(f"{where}, goal {name!r}: {'; '.join(problems)}")
@@ -58,6 +60,28 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
             _goal_row(notebook, name, goal, f"{record.name}, {notebook}", record.machine.get("gpu"))
             for name, goal in goals.items()
         ]
+    # where the newest GPU record is another GPU's, the newest that judged the goals too, named
+    judged = newest_per_notebook(
+        [r for r in records(results_dir) if r.has_gpu and judges_goals(r.machine.get("gpu"))]
+    )
+    also = {
+        notebook: record
+        for notebook, record in judged.items()
+        if not judges_goals(newest[notebook].machine.get("gpu"))
+        and record.notebooks[notebook].results.get("goals")
+    }
+    for notebook, record in sorted(also.items()):
+        lines += [
+            _goal_row(
+                notebook,
+                name,
+                goal,
+                f"{record.name}, {notebook}",
+                record.machine.get("gpu"),
+                f" ({record.machine.get('gpu')}, {record.name})",
+            )
+            for name, goal in record.notebooks[notebook].results["goals"].items()
+        ]
     # goals that only a record without a GPU holds: stated, never judged here
     elsewhere = newest_per_notebook([r for r in records(results_dir) if not r.has_gpu])
     for notebook, record in sorted(elsewhere.items()):
@@ -71,7 +95,7 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
     lines[2:] = sorted(lines[2:], key=lambda row: row[2:4])  # in notebook order
     sources = {
         record.name: f"[{record.name}]({prefix}results/{record.name}) ({column_heading(record, ', {}')})"
-        for record in newest.values()
+        for record in [*newest.values(), *also.values()]
     }
     lines += [
         "",
@@ -80,7 +104,8 @@ def render_goals_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
             f"holds it: {'; '.join(sources.values())}. A goal is met when the 95% interval of "
             "its ratio clears the target, not met when the interval lies below it, "
             f"inconclusive otherwise. The targets are stated for an {GOALS_GPU}: a record of another GPU "
-            f"shows how that GPU compares, marked not judged. {GENERATED}"
+            f"shows how that GPU compares, marked not judged, beside the newest {GOALS_GPU} record's "
+            f"verdicts. {GENERATED}"
         ),
     ]
     return "\n".join(lines)

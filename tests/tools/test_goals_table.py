@@ -66,10 +66,15 @@ def test_goals_come_from_the_newest_gpu_record(tmp_path: Path) -> None:
         {"03-x": {"headline": {}, "results": {"goals": {"a / b": goals["a / b"]}}}},
         machine={**H200, "gpu": "NVIDIA H100", "gpu_count": 1},
     )
-    assert goals_table.render_goals_table(tmp_path).splitlines()[3] == (
+    rows = goals_table.render_goals_table(tmp_path).splitlines()
+    assert rows[3:7] == [  # and beside it the newest H200 record's verdicts, named
         "| 03 · a / b | >= 1.5x | 1.70x | 1.60x–1.80x | met on an NVIDIA H100; not judged (stated for "
-        "an H200) | 5 trials |"
-    )
+        "an H200) | 5 trials |",
+        "| 03 · a / b (NVIDIA H200, gpu.json) | >= 1.5x | 1.70x | 1.60x–1.80x | met | 5 trials |",
+        "| 03 · c / d (NVIDIA H200, gpu.json) | >= 1.5x | 1.40x | 1.20x–1.45x | not met | 5 trials |",
+        "| 03 · e / f (NVIDIA H200, gpu.json) | >= 1.5x | 1.50x | 1.40x–1.60x | inconclusive | 3 launches |",
+    ]
+    assert "[gpu.json](results/gpu.json)" in rows[-1] and "[h100.json](results/h100.json)" in rows[-1]
 
 
 def test_a_goal_without_its_interval_is_refused(tmp_path: Path) -> None:
