@@ -5,7 +5,9 @@ notebook (01-03 may come from a run on one GPU, 04 from one on two),
 ``{name: {"ratio", "ci95": [low, high], "goal", "verdict", "trials"}}`` (``"launches"`` in place
 of ``"trials"`` for notebook 04); a row per goal, labelled with its name. The verdict must follow
 the interval (``tools.goal_check``), or the table is not generated. A notebook without goals gets
-a row saying so, and goals that only a record without a GPU holds are stated, not judged.
+a row saying so, and goals that only a record without a GPU holds are stated, not judged. The
+goals are stated for an H200 (``helpers.data.registry.GOALS_GPU``): a record of another GPU shows
+its verdicts marked not judged, with the newest H200 record's rows beside them, named.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tools.records import records
 
 
 def _goal_row(
-    notebook: str, name: str, goal: dict[str, Any], where: str, gpu: str | None = None, of: str = ""
+    notebook: str, name: str, goal: dict[str, Any], where: str, gpu: str | None, of: str = ""
 ) -> str:
     label = f"{notebook[:2]} · {name}{of}"
     problems = goal_problems(goal)
