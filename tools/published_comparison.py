@@ -7,7 +7,9 @@ each notebook's metadata (``published``: helpers.data.registry).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from helpers.data import registry
 from tools.notebook_tables import GENERATED
@@ -33,6 +35,13 @@ def compared_figures(root: Path) -> tuple[list[tuple[str, str, str, str]], list[
     return found["rate"], found["ratio"]
 
 
+def _gpu_of(newest: dict[str, Any], notebooks: Any) -> Callable[[str], str]:
+    """``on(notebook)``: "" where the records of ``notebooks`` are all of one GPU, else " (its GPU)",
+    so that figures of two GPUs side by side each name theirs."""
+    gpus = {newest[n].machine.get("gpu") for n in notebooks if n in newest}
+    return lambda n: f" ({newest[n].machine.get('gpu')})" if len(gpus) > 1 and n in newest else ""
+
+
 def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str:
     """Every figure of ``seed.json`` beside the same figure of the newest GPU record that holds its
     notebook ("—" where the suite measures no such figure), in Markdown; empty without a seed."""
@@ -51,6 +60,7 @@ def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str
         else "this suite, the newest record of a machine with a GPU"
     )
     lines = [f"| Figure | DALI's tutorials, as published | {heading} |", "|---|---:|---:|"]
+    on = _gpu_of(newest, seed)
     for notebook in sorted(seed):
         for seed_key, published in seed[notebook].get("headline", {}).items():
             spec = seed[notebook]["labels"][seed_key]  # the seed labels its own figures
@@ -61,6 +71,7 @@ def render_published_table(results_dir: Path = RESULTS, prefix: str = "") -> str
             if key is not None and entry and entry.headline.get(key) is not None:
                 spec = labels.get(notebook, {}).get(key, {})
                 measured = format_cell(spec.get("format", fmt), entry.headline[key], interval_of(entry, spec))
+            measured += on(notebook) if measured != "—" else ""
             lines.append(f"| {notebook[:2]} · {label} | {fmt.format(published)} | {measured} |")
     sources = "; ".join(f"[{name}]({prefix}results/{name})" for name in [SEED, *used])
     lines += ["", f"From {sources}. {GENERATED}"]
@@ -100,13 +111,13 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
         entry = newest[notebook].notebooks[notebook]
         return entry.headline[key], entry
 
-    pairs, quotients, lower = [], [], True
+    pairs, quotients, lower, on = [], [], True, _gpu_of(newest, notebooks)
     for notebook, seed_key, key, what in rates:
         value, _ = measured(notebook, key)
         published = seed[notebook]["headline"][seed_key]
         lower = lower and value < published
         quotients.append(max(published / value, value / published))
-        pairs.append(f"{value:,.0f} against {published:,.0f} {what}")
+        pairs.append(f"{value:,.0f}{on(notebook)} against {published:,.0f} {what}")
     dates = sorted({newest[n].date for n in notebooks})
     files = sorted({newest[n].name for n in notebooks})
     lines = [
@@ -125,7 +136,7 @@ def render_published_comparison(results_dir: Path = RESULTS, prefix: str = "") -
         shown = f"{value:.2f} times"
         if interval:
             shown += f" (95% interval {interval[0]:.2f}-{interval[1]:.2f})"
-        ratios.append(what.format(shown) + f" here, against {published:.2f} in the tutorial")
+        ratios.append(what.format(shown) + f" here{on(notebook)}, against {published:.2f} in the tutorial")
     closer = max(apart) < min(quotients)
     lines += ["", ("The ratios are closer: " if closer else "The ratios: ") + "; ".join(ratios) + "."]
     return "\n".join(lines)

@@ -94,6 +94,23 @@ def test_the_published_comparison_is_computed_from_the_records(tmp_path: Path) -
     assert "capture mode trains 1.60 times as fast as eager mode here, against 1.50" in text
 
 
+def test_figures_of_two_gpus_side_by_side_each_name_theirs(tmp_path: Path) -> None:
+    results = _published_records(tmp_path, 4.1, 1.6)
+    record = json.loads((results / "gpu.json").read_text())
+    record["notebooks"] = {"02-capture-mode": record["notebooks"]["02-capture-mode"]}
+    record["machine"] = {**record["machine"], "gpu": "NVIDIA H100", "gpu_count": 1}
+    record["created"] = "2026-03-03T09:00:00+00:00"
+    (results / "h100.json").write_text(json.dumps(record))  # 02 newer, on an H100
+    rows = published_comparison.render_published_table(results).splitlines()
+    assert "| 01 · CPU decode, 4 threads (img/s) | 4,000 | 2,000 (NVIDIA H200) |" in rows
+    assert "| 02 · capture / eager | 1.50x | 1.60x (NVIDIA H100) |" in rows
+    text = published_comparison.render_published_comparison(results)
+    assert "10,000 (NVIDIA H100) against 30,000 samples/s for eager training in 02" in text
+    assert "capture mode trains 1.60 times as fast as eager mode here (NVIDIA H100), against 1.50" in text
+    (results / "h100.json").unlink()  # one GPU: no names
+    assert "(NVIDIA H" not in published_comparison.render_published_comparison(results)
+
+
 def test_the_published_comparison_says_closer_only_when_it_is(tmp_path: Path) -> None:
     text = published_comparison.render_published_comparison(_published_records(tmp_path, 12.0, 1.6))
     assert "The ratios: the GPU decodes 12.00 times" in text and "closer" not in text
