@@ -91,25 +91,43 @@ def _source_for_papermill(notebook: Path, out_dir: Path) -> Path:
 INSTALLED_FILE = re.compile(r"(?<![\w/.~$-])/[^\s\"'`)\\]*/(?:site|dist)-packages/")
 
 
-def portable_text(text: str) -> str:
+def portable_text(text: str, folders: dict[str, str] | None = None) -> str:
     """``text`` with the folder of every installed package's file written ``<site-packages>/``:
-    where Python was installed on the machine that ran the notebook is nothing a reader needs."""
+    where Python was installed on the machine that ran the notebook is nothing a reader needs.
+    ``folders`` (:func:`machine_folders`): other folders of the machine and how to write them."""
+    for folder, shown in sorted((folders or {}).items(), key=lambda item: -len(item[0])):
+        text = re.sub(r"(?<![\w/.~$-])" + re.escape(folder.rstrip("/")) + "/", shown, text)
     return INSTALLED_FILE.sub("<site-packages>/", text)
 
 
-def _record_paths(executed: Path, notebook: Path) -> None:
+def machine_folders(out_dir: Path, python_path: str | None = None) -> dict[str, str]:
+    """The folders of the machine that a run's outputs may name, and how to write them: the run's
+    output folder outside the checkout and the home (``<run>/``), and each folder of packages on
+    ``PYTHONPATH`` other than the checkout (``<site-packages>/``: an offline runner unpacks its
+    packages to one)."""
+    folders = {}
+    if relative(out_dir).startswith("/"):
+        folders[str(out_dir)] = "<run>/"
+    entries = os.environ.get("PYTHONPATH", "") if python_path is None else python_path
+    for entry in filter(None, entries.split(os.pathsep)):
+        if os.path.isabs(entry) and relative(entry).startswith("/"):
+            folders[os.path.normpath(entry)] = "<site-packages>/"
+    return folders
+
+
+def record_paths(executed: Path, notebook: Path, folders: dict[str, str]) -> None:
     """papermill records the paths it was given, and warnings name the files of installed
-    packages; keep both free of this machine's folders."""
+    packages; keep both free of this machine's folders (``folders``: :func:`machine_folders`)."""
     node = nbformat.read(executed, as_version=4)
     node.metadata.setdefault("papermill", {}).update(
-        input_path=relative(notebook), output_path=relative(executed)
+        input_path=relative(notebook), output_path=portable_text(relative(executed), folders)
     )
     for cell in node.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
-                output["text"] = portable_text(output["text"])
+                output["text"] = portable_text(output["text"], folders)
             elif output.get("output_type") == "error":
-                output["traceback"] = [portable_text(line) for line in output["traceback"]]
+                output["traceback"] = [portable_text(line, folders) for line in output["traceback"]]
     nbformat.write(node, executed)
 
 
@@ -161,7 +179,7 @@ def run_notebook(notebook: Path, out_dir: Path, parameters: dict[str, Any]) -> N
         run.error = _describe_failure(error)
     finally:
         if run.executed.is_file():
-            _record_paths(run.executed, notebook)
+            record_paths(run.executed, notebook, machine_folders(out_dir))
         run.seconds = time.perf_counter() - start
     return run
 

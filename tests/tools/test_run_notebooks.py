@@ -5,6 +5,7 @@ it warns of."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from fakes import runnable_notebook
 from nbformat.v4 import new_code_cell
 from nbformat.v4 import new_notebook
 
+from helpers.data.paths import REPO_ROOT
 from helpers.toolkit.parameters import INJECTED_TAG
 from tools import run_notebooks
 
@@ -48,7 +50,7 @@ def test_papermill_is_handed_paths_and_a_stale_injected_cell_is_dropped(tmp_path
     assert run.results.results == {"answer": 42}  # the notebook's own default, not the stale 7
     recorded = executed.metadata["papermill"]
     assert recorded["input_path"] == str(notebook)  # a path, never a copy of the notebook
-    assert recorded["output_path"] == str(run.executed)
+    assert recorded["output_path"] == f"<run>/notebooks/{run.executed.name}"  # the run's folder, unnamed
 
 
 def test_the_commit_outside_git_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,3 +168,44 @@ def test_the_runners_kernels_do_not_warn_about_tcp(tmp_path: Path) -> None:
     )
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "without encryption" not in quiet.stderr + quiet.stdout
+
+
+def test_the_runs_folder_and_a_folder_of_packages_are_written_without_the_machines_folders(
+    tmp_path: Path,
+) -> None:
+    out, packages = tmp_path / "gpurun", tmp_path / "site"
+    folders = run_notebooks.machine_folders(out, f"{packages}{os.pathsep}{REPO_ROOT}")
+    assert folders == {str(out): "<run>/", str(packages): "<site-packages>/"}  # not the checkout
+    printed = (
+        f"results: {out}/results/06.json\n"
+        f'  File "{packages}/nvidia/dali/_ops.py", line 1087, in _batches\n'
+        f"kept: {out}x/y and {tmp_path}/other\n"
+    )
+    assert run_notebooks.portable_text(printed, folders) == (
+        "results: <run>/results/06.json\n"
+        '  File "<site-packages>/nvidia/dali/_ops.py", line 1087, in _batches\n'
+        f"kept: {out}x/y and {tmp_path}/other\n"
+    )  # only those folders, whole: a sibling's name that starts the same is left alone
+    # a run into the checkout or the home is already printed relative: nothing to rewrite
+    assert run_notebooks.machine_folders(REPO_ROOT / "build" / "run", "") == {}
+    assert run_notebooks.machine_folders(Path.home() / "out", "") == {}
+
+
+def test_a_run_outside_the_checkout_records_its_paths_relative_to_its_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    executed = out / "notebooks" / "08-paths.ipynb"
+    executed.parent.mkdir(parents=True)
+    node = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(path)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"results: {out}/results/08.json\n")]
+    node.cells = [cell]
+    nbformat.write(node, executed)
+    run_notebooks.record_paths(
+        executed, REPO_ROOT / "notebooks" / "08-paths.ipynb", run_notebooks.machine_folders(out, "")
+    )
+    written = nbformat.read(executed, as_version=4)
+    assert written.metadata.papermill == {
+        "input_path": "notebooks/08-paths.ipynb",
+        "output_path": "<run>/notebooks/08-paths.ipynb",
+    }
+    assert written.cells[0].outputs[0].text == "results: <run>/results/08.json\n"
