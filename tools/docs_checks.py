@@ -20,36 +20,20 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # pages say so (``tools.docs_notes.RERUN_NOTE``), cells added since have no outputs, and the others
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
-_BEFORE = (
-    "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as literals"
-)
 AWAITING_RERUN: dict[str, str] = {
-    "03-feeding-pytorch-fast": (
-        "issue 47, after its H200 run of 2026-12-05: an alt text on the knobs' chart; the confirmation's "
-        "sentence says the picked knobs were measured together; pipeline mode's loop in plain code "
-        "(a new cell)"
-    ),
     "05-photos-at-scale": "issue 47, after its H200 run of 2026-12-05: the recipe runs whole epochs",
     "06-checkpoint-resume": (
-        f"{_BEFORE}; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
-        "interval; the eager loop's step shown, and the loop written out (a new cell; the script's step "
-        "split into fit)"
-    ),
-    "07-video-clips": (
-        f"{_BEFORE}; the limit goal judged against a lower bound; Kinetics normalization; the loader's "
-        "whole module shown; the whole loop in plain code opens section 4 and makes the ceiling's batches "
-        "(a new cell; the model is made after section 3's timings)"
+        "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as literals; "
+        "a recipe demonstration that crosses an epoch; the conclusion's advice follows its interval; the eager "
+        "loop's step shown, and the loop written out (a new cell; the script's step split into fit); an alt "
+        "text on the loss chart"
     ),
 }
 
 
 # Of those, the notebooks whose committed outputs predate the alt texts on figures and the folded
 # tables (issue 47): their figures' and tables' tests are expected to fail until the re-run.
-BEFORE_ALT_TEXTS: tuple[str, ...] = (
-    "03-feeding-pytorch-fast",  # its knobs chart only
-    "06-checkpoint-resume",
-    "07-video-clips",
-)
+BEFORE_ALT_TEXTS: tuple[str, ...] = ("06-checkpoint-resume",)  # its loss chart only
 
 
 def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) -> list[str]:

@@ -470,6 +470,12 @@ def loss_chart(reference: Mapping[str, Any], resumed: Mapping[str, Any], killed:
     ax.set_ylabel("training loss (one batch)")
     ax.set_title("Eager mode: the resumed process continues the uninterrupted run's curve")
     legend_below(fig, *ax.get_legend_handles_labels(), columns=4)
+    same = np.array_equal(np.asarray(reference["losses"][0][at:]), np.asarray(resumed["losses"][0][at:]))
+    fig.alt = (
+        f"Line chart of the training loss at each of {len(steps):,} steps: the uninterrupted run's, and the "
+        f"resumed process's from the checkpoint of step {at} on, after a SIGKILL at step {killed}. The "
+        f"resumed process's losses {'are the same as' if same else 'differ from'} the uninterrupted run's."
+    )
     return fig
 
 

@@ -21,6 +21,7 @@ from helpers.lessons.nb06_checkpoint_resume import costs
 from helpers.lessons.nb06_checkpoint_resume import error_of
 from helpers.lessons.nb06_checkpoint_resume import kill_step_before_the_last_epoch
 from helpers.lessons.nb06_checkpoint_resume import kill_step_inside_an_epoch
+from helpers.lessons.nb06_checkpoint_resume import loss_chart
 from helpers.lessons.nb06_checkpoint_resume import quote
 from helpers.lessons.nb06_checkpoint_resume import record
 from helpers.lessons.nb06_checkpoint_resume import resume_line
@@ -423,3 +424,18 @@ def test_the_record_takes_each_value_from_its_own_lesson() -> None:
     recorded = results["benchmark"]["ratios"]["eager + checkpoints / eager"]
     assert recorded["ratio"] == by_label["eager + checkpoints / eager"]
     assert recorded["verdict"] == "slower than the second"  # 0.80x [0.70-0.90]: its own interval
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_the_loss_chart_says_whether_the_resumed_losses_are_the_uninterrupted_runs(same: bool) -> None:
+    import matplotlib.pyplot as plt
+
+    reference = {"losses": [[2.0, 1.5, 1.2, 1.0, 0.9, 0.8]]}
+    resumed = {"resumed": {"step": 3}, "losses": [[2.0, 1.5, 1.2, 1.0, 0.9, 0.8 if same else 0.7]]}
+    chart = loss_chart(reference, resumed, killed=5)
+    plt.close(chart)
+    assert chart.alt.startswith("Line chart of the training loss at each of 6 steps")
+    assert "from the checkpoint of step 3 on, after a SIGKILL at step 5" in chart.alt
+    assert chart.alt.endswith(
+        "are the same as the uninterrupted run's." if same else "differ from the uninterrupted run's."
+    )
