@@ -350,6 +350,29 @@ def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
     check_recipe(run_recipe, tmp_path, "gpu")
 
 
+def test_a_trainer_closed_inside_dalis_epoch_closes_its_stream_under_its_context(tmp_path: Path) -> None:
+    """The benchmark stops an eager Trainer between its epochs, with DALI's epoch under way (its
+    stream runs on across epochs): close() ends that epoch under the trainer's context, so the
+    garbage collector never closes it later in another thread or context (DALI 2.4.0 then prints
+    an ignored AssertionError from EvalContext.__exit__, as 06's GPU run of 2026-12-05 did)."""
+    import inspect
+
+    from helpers.lessons.nb06_checkpoint_resume import load_script
+
+    trainer = load_script()
+    data = first_records(locate_data(verbose=False).mnist_training, tmp_path / "training", 256)
+    args = ["--data", str(data), "--device", "cpu", "--batch-size", "32", "--epochs", "2", "--every", "0",
+            "--seed", "3", "--num-threads", "1", "--quiet"]  # fmt: skip
+    script = trainer.Trainer(trainer.parse_args(args), rank=0, local_rank=0, world=1)
+    for _ in script.epoch():  # the first of 2 epochs: the stream stays open for the second
+        pass
+    stream = script.batches
+    assert inspect.getgeneratorstate(stream) == inspect.GEN_SUSPENDED
+    script.close()
+    assert inspect.getgeneratorstate(stream) == inspect.GEN_CLOSED and script.batches is None
+    script.close()  # a second close: nothing left to close
+
+
 def test_the_loop_written_out_in_the_notebook_is_the_scripts_eager_loop(tmp_path: Path) -> None:
     """06's cell that writes out the script's eager loop (its reader, register, next_epoch, DALI's
     preprocessing, the Trainer's fit) trains one epoch to the losses and weights of the script's
