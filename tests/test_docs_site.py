@@ -1110,25 +1110,13 @@ RECIPE_FIRST = (
     "its recipe (issue 47: the whole loop in one cell, about a screen) came before the cuts "
     "that make room for it"
 )
-LOOP_AND_RECIPE_FIRST = (
-    "its loop in sight and its recipe (issue 47, a screen or two) came before the cuts that make "
-    "room for them"
-)
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
     "screens": {
-        **{
-            f"notebooks/{name}.html": RECIPE_FIRST
-            for name in ("05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")
-        },
-        "notebooks/03-feeding-pytorch-fast.html": LOOP_AND_RECIPE_FIRST,
+        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("05-photos-at-scale", "06-checkpoint-resume")},
     },
     "phone_screens": {
-        **{
-            f"notebooks/{name}.html": RECIPE_FIRST
-            for name in ("05-photos-at-scale", "06-checkpoint-resume", "07-video-clips")
-        },
-        "notebooks/03-feeding-pytorch-fast.html": LOOP_AND_RECIPE_FIRST,
+        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("05-photos-at-scale", "06-checkpoint-resume")},
     },
 }
 
