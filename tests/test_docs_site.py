@@ -1113,10 +1113,10 @@ RECIPE_FIRST = (
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
     "screens": {
-        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("05-photos-at-scale", "06-checkpoint-resume")},
+        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("06-checkpoint-resume",)},
     },
     "phone_screens": {
-        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("05-photos-at-scale", "06-checkpoint-resume")},
+        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("06-checkpoint-resume",)},
     },
 }
 
