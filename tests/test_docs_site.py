@@ -1106,17 +1106,25 @@ MOST_PHONE_SCREENS = 28
 MOST_CODE_LINES = 2000
 
 # the notebooks that do not meet a target yet: {target: {page: why}}
-RECIPE_FIRST = (
-    "its recipe (issue 47: the whole loop in one cell, about a screen) came before the cuts "
-    "that make room for it"
+MACHINERY_IN_SIGHT = (
+    "its measurement's bookkeeping (the ways, the checks, the picks, the runs) is written in the notebook, "
+    "cells of more than 12 lines that a page may not fold (machinery belongs in its lessons module): moving "
+    "it there changes the notebook's code, so it waits for the notebook's next re-run"
 )
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
     "screens": {
-        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("06-checkpoint-resume",)},
+        f"notebooks/{name}.html": MACHINERY_IN_SIGHT
+        for name in ("03-feeding-pytorch-fast", "05-photos-at-scale", "06-checkpoint-resume")
     },
     "phone_screens": {
-        **{f"notebooks/{name}.html": RECIPE_FIRST for name in ("06-checkpoint-resume",)},
+        f"notebooks/{name}.html": MACHINERY_IN_SIGHT
+        for name in (
+            "03-feeding-pytorch-fast",
+            "05-photos-at-scale",
+            "06-checkpoint-resume",
+            "07-video-clips",
+        )
     },
 }
 
