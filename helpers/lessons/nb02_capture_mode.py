@@ -265,8 +265,9 @@ def conclusion(fed: Any, *, machine: str, equality: Mapping[str, Any], placement
     ]
     if r.low > 1:
         lines.append(
-            "What to do: train with `next_epoch(..., capture=True)`, under a guard that "
-            "says what it captured; keep the batch size and the device fixed for the "
+            "What to do: train with `next_epoch(..., capture=True)`, with DALI's two capture "
+            "warnings made errors (the recipe's first lines) and every argument a literal, a tuple "
+            "or `ndd.capture.invariant`; keep the batch size and the device fixed for the "
             "reader's life, give the random operators an RNG of their own, and let every "
             "epoch finish."
         )

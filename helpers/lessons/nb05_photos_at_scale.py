@@ -1,7 +1,8 @@
 """Notebook 05's own helpers: its set-up (the parameters resolved for this machine, a frozen
 :class:`Setup`), the check that three
 loaders deliver the same labels, channels and normalization, a copy of the photos with one JPEG
-cut short, the planned work, the goals and the record, and the sentences of its answer, each
+cut short, the ways it compares (:class:`Ways`) and the runs that feed the models (:func:`feed`),
+the planned work, the goals and the record, and the sentences of its answer, each
 generated from the harness's results (``helpers.toolkit.harness.Results``) and worded by its interval
 (``helpers.toolkit.benchmarking.versus``).
 
@@ -15,10 +16,12 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.devices import torch_device
 from helpers.toolkit.harness import Pick
 from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Way
 from helpers.toolkit.harness import steady_seconds
 from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.parameters import at_least
@@ -261,6 +265,63 @@ def planned(
         f"ways), {fed} feeding {len(models)} model(s) ({fed_ways} ways): {total} trials of at least "
         f"{min_seconds:g} s each (whole epochs), after a warm-up epoch of each way"
     )
+
+
+class Ways:
+    """The ways the measurements compare: a loader ``kind`` of ``make`` (pipeline, capture, eager,
+    DataLoader) with its knobs, named by them; ``knobs[name]`` keeps them for the record. DALI's
+    default ``hw_decoder_load`` (0.65) is left out of a name."""
+
+    def __init__(self, make: Mapping[str, Callable[..., Any]]) -> None:
+        self.make = dict(make)
+        self.knobs: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, kind: str, **values: Any) -> Way:
+        if kind not in self.make:
+            raise ValueError(f"no loader of kind {kind!r}: the kinds are {', '.join(self.make)}")
+        shown = {k: v for k, v in values.items() if (k, v) != ("hw_decoder_load", 0.65)}
+        name = ", ".join([kind, *(f"{k} {v:g}" for k, v in shown.items())])
+        self.knobs[name] = values
+        return Way(name, partial(self.make[kind], **values), kind=kind, knob=", ".join(values))
+
+    def candidates(self, setup: Setup) -> list[Way]:
+        """The knobs to choose from: the DataLoader at each worker count, then both DALI modes at
+        each thread count and (on a GPU) each ``hw_decoder_load``, each name once."""
+        dali = [
+            self(kind, threads=t, hw_decoder_load=0.65)
+            for kind in ("pipeline", "capture")
+            for t in [setup.threads, *setup.thread_counts]
+        ]
+        dali += [
+            self(kind, threads=setup.threads, hw_decoder_load=h)
+            for kind in ("pipeline", "capture")
+            for h in (setup.hw_decoder_loads if setup.on_gpu else [])
+        ]
+        loaders = [self("DataLoader", workers=w) for w in setup.dataloader_workers]
+        return loaders + list({w.name: w for w in dali}.values())
+
+
+def feed(
+    harness: Any,
+    trainer: Callable[[str], Callable[[Any, Any], Any]],
+    staged: Any,
+    ways: Sequence[Way],
+    setup: Setup,
+    until: Callable[[Results], bool],
+) -> dict[str, Results]:
+    """Each of ``setup.models`` fed by each of ``ways`` (each name once) in interleaved rounds of
+    ``harness``, until ``until`` holds or ``setup.most_trials`` rounds; a new model per name from
+    ``trainer``, trained once on ``staged``'s epoch first (untimed: its warm-up)."""
+    unique = list({w.name: w for w in ways}.values())
+    fed = {}
+    for name in setup.models:
+        step = trainer(name)
+        for images, labels in staged.epoch():
+            step(images, labels)
+        fed[name] = harness.run(
+            unique, setup.trials, label=f"{name}, fed", step=step, until=until, most=setup.most_trials
+        )
+    return fed
 
 
 def first_batch(loader: Any) -> tuple[Any, Any]:

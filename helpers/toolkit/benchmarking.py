@@ -39,6 +39,7 @@ from typing import Any
 from typing import NamedTuple
 
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import GOALS_GPU
 from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
 from helpers.data.results_file import NotebookResults
 from helpers.toolkit.devices import gpu_count
@@ -243,8 +244,15 @@ def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
-def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
-    """One printable line per goal record (``Ratio.goal``): ratio, interval, goal, verdict."""
+def unjudged(verdict: str) -> str:
+    """A verdict of a run on a machine the goals are not stated for: what it measured there."""
+    return f"{verdict} on this machine, not judged (the goals are stated for an {GOALS_GPU})"
+
+
+def goal_lines(goals: Mapping[str, Mapping[str, Any]], *, judged: bool = True) -> Iterator[str]:
+    """One printable line per goal record (``Ratio.goal``): ratio, interval, goal, verdict; a run
+    that does not judge the goals (``judged`` False: not an H200, ``registry.judges_goals``) says so
+    in each line."""
     for name, g in goals.items():
         low, high = g["ci95"]
         count = g.get("trials", g.get("launches"))
@@ -252,7 +260,7 @@ def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
         d = decimals(low, high, against=(1.0, g["goal"]))
         yield (
             f"{name}: {g['ratio']:.{d}f}x, 95% interval [{low:.{d}f}, {high:.{d}f}] over {count} "
-            f"{unit} (goal >= {g['goal']}x): {g['verdict']}"
+            f"{unit} (goal >= {g['goal']}x): {g['verdict'] if judged else unjudged(g['verdict'])}"
         )
 
 

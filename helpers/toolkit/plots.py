@@ -29,6 +29,7 @@ from matplotlib.text import Text
 
 from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import summarize
+from helpers.toolkit.benchmarking import unjudged
 
 VERDICT_COLORS = {"met": "tab:green", "not met": "tab:red", "inconclusive": "tab:gray"}
 CSS_DPI = 100  # a chart's pixels an inch at its size on the page (its PNG holds twice as many)
@@ -166,21 +167,23 @@ def interval_bars(
     return fig
 
 
-def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figure:
+def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str, judged: bool = True) -> Figure:
     """Each goal's ratio with its 95% interval, the goal as a vertical tick, coloured by the
     verdict (met: the whole interval clears the goal). The ratio and the verdict are written in
-    a column right of the axes, clear of the intervals and the goal ticks."""
+    a column right of the axes, clear of the intervals and the goal ticks. A run that does not
+    judge the goals (``judged`` False: not the machine they are stated for) draws them grey, its
+    verdicts marked "here", and its alt text says they are not judged."""
     names = list(goals)
     fig, ax = new_chart(8.0, 0.6 * len(names) + 1.4)
     for i, name in enumerate(names):
         g = goals[name]
         low, high = g["ci95"]  # type: ignore[misc]
         value = float(g["ratio"])  # type: ignore[arg-type]
-        color = VERDICT_COLORS.get(str(g["verdict"]), "tab:gray")
+        color = VERDICT_COLORS.get(str(g["verdict"]), "tab:gray") if judged else "tab:gray"
         ax.errorbar(value, i, xerr=[[value - low], [high - value]], fmt="o", color=color, capsize=4)
         ax.plot([g["goal"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=2)
         ax.annotate(
-            f"{value:.2f}x ({g['verdict']})",
+            f"{value:.2f}x ({g['verdict']}{'' if judged else ' here'})",
             (1, i),
             xycoords=ax.get_yaxis_transform(),
             xytext=(8, 0),
@@ -202,7 +205,7 @@ def goal_chart(goals: Mapping[str, Mapping[str, object]], *, title: str) -> Figu
         f"Chart of goals, {title}: "
         + "; ".join(
             f"{name}: {float(g['ratio']):.2f}x [{g['ci95'][0]:.2f}-{g['ci95'][1]:.2f}] against a goal of "  # type: ignore[index]
-            f"{g['goal']}, {g['verdict']}"
+            f"{g['goal']}, {g['verdict'] if judged else unjudged(str(g['verdict']))}"
             for name, g in goals.items()
         )
         + "."

@@ -19,8 +19,10 @@ from helpers.data.results_file import NotebookResults
 from helpers.lessons.nb05_photos_at_scale import CPU_GOAL
 from helpers.lessons.nb05_photos_at_scale import Setup
 from helpers.lessons.nb05_photos_at_scale import TruncatedCopy
+from helpers.lessons.nb05_photos_at_scale import Ways
 from helpers.lessons.nb05_photos_at_scale import agreement
 from helpers.lessons.nb05_photos_at_scale import answer
+from helpers.lessons.nb05_photos_at_scale import feed
 from helpers.lessons.nb05_photos_at_scale import goals
 from helpers.lessons.nb05_photos_at_scale import planned
 from helpers.lessons.nb05_photos_at_scale import record
@@ -338,3 +340,58 @@ def test_the_least_cpu_time_names_the_rows_within_five_percent_of_it() -> None:
         "the least of every row: `capture, threads 4`, 0.41 s per 1,000 images (`pipeline, threads 4` "
         "within 5% of it, with no interval to tell them apart)."
     ) in text
+
+
+def test_the_ways_are_named_by_their_knobs_each_once_and_keep_them(capsys) -> None:
+    made = []
+    ways = Ways(
+        {
+            kind: (lambda kind=kind, **knobs: made.append((kind, knobs)))
+            for kind in ("pipeline", "capture", "eager", "DataLoader")
+        }
+    )
+    gpu = dataclasses.replace(set_up([""], **DEFAULTS), device="gpu", hw_decoder_loads=(0.65, 1.0))
+    names = [w.name for w in ways.candidates(gpu)]
+    workers = [f"DataLoader, workers {w}" for w in gpu.dataloader_workers]
+    assert names == [
+        *workers,
+        "pipeline, threads 4",
+        "pipeline, threads 8",
+        "capture, threads 4",
+        "capture, threads 8",
+        "pipeline, threads 4, hw_decoder_load 1",
+        "capture, threads 4, hw_decoder_load 1",
+    ]  # DALI's default 0.65: no name of its own
+    assert ways.knobs["capture, threads 4, hw_decoder_load 1"] == {"threads": 4, "hw_decoder_load": 1.0}
+    cpu = dataclasses.replace(gpu, device="cpu")
+    assert not any("hw_decoder_load" in w.name for w in ways.candidates(cpu))  # a GPU's knob only
+    way = ways("eager", threads=2, hw_decoder_load=0.65)
+    way.make()
+    assert (way.name, way.kind, made[-1]) == (
+        "eager, threads 2",
+        "eager",
+        ("eager", {"threads": 2, "hw_decoder_load": 0.65}),
+    )
+    with pytest.raises(ValueError, match="no loader of kind 'mixed': the kinds are pipeline, capture"):
+        ways("mixed", threads=2)
+
+
+def test_feed_warms_each_new_model_up_then_runs_each_way_once() -> None:
+    steps, runs = [], []
+
+    class Harness:
+        def run(self, ways, rounds, **kwargs):
+            runs.append(([w.name for w in ways], rounds, kwargs["label"], kwargs["most"], len(steps)))
+            return f"results of {kwargs['label']}"
+
+    staged = SimpleNamespace(epoch=lambda: [("images", "labels")] * 3)
+    ways = Ways({"capture": lambda **_: None, "DataLoader": lambda **_: None})
+    picked = [ways("capture", threads=4), ways("DataLoader", workers=2), ways("capture", threads=4)]
+    setup = dataclasses.replace(set_up([""], **DEFAULTS), models=("resnet18", "resnet50"))
+    fed = feed(Harness(), lambda name: lambda x, y: steps.append(name), staged, picked, setup, lambda r: True)
+    assert fed == {name: f"results of {name}, fed" for name in ("resnet18", "resnet50")}
+    # each model: 3 untimed steps first; each way once (a name twice runs once)
+    assert runs == [
+        (["capture, threads 4", "DataLoader, workers 2"], 3, "resnet18, fed", 3, 3),
+        (["capture, threads 4", "DataLoader, workers 2"], 3, "resnet50, fed", 3, 6),
+    ]

@@ -93,6 +93,8 @@ def test_goal_record_and_its_line() -> None:
     (line,) = goal_lines({"capture / eager": r.goal(1.6)})
     assert line == ("capture / eager: 1.70x, 95% interval [1.60, 1.80] over 5 trials (goal >= 1.6x): met")
     assert str(r) == "1.70x [1.60-1.80]"
+    (line,) = goal_lines({"capture / eager": r.goal(1.6)}, judged=False)  # a run not on an H200
+    assert line.endswith("(goal >= 1.6x): met on this machine, not judged (the goals are stated for an H200)")
 
 
 def test_an_interval_that_excludes_1_never_prints_as_touching_it() -> None:

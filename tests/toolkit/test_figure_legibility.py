@@ -158,6 +158,7 @@ CHARTS = {
         _rates(), xlabel="samples / s", title="Alone", log=True
     ),
     "goal_chart": lambda: plots.goal_chart(_goals(), title="Goals"),
+    "goal_chart, not judged": lambda: plots.goal_chart(_goals(), title="Goals on an H100", judged=False),
     "goal_chart, wide": lambda: plots.goal_chart(
         _goals(wide=True),
         title=(

@@ -32,6 +32,11 @@ def test_charts_say_their_numbers_and_verdicts() -> None:
     assert chart.alt == (
         "Chart of goals, Goal of notebook 02: capture / eager: 1.69x [1.61-1.78] against a goal of 1.6, met."
     )
+    elsewhere = plots.goal_chart(goals, title="Goal of notebook 02 on an H100", judged=False)
+    assert elsewhere.alt.endswith(
+        "1.69x [1.61-1.78] against a goal of 1.6, met on this machine, not judged (the goals are stated "
+        "for an H200)."
+    )
     bars = plots.interval_bars(
         {"slow": [10.0, 11.0, 10.5], "fast": [2000.0, 2100.0, 2050.0]},
         xlabel="samples / s",
