@@ -34,7 +34,9 @@ AWAITING_RERUN: dict[str, str] = {
         "literals; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
         "interval; the eager loop's step shown, and the loop written out (a new cell; the script's step "
         "split into fit); an alt text on the loss chart; the benchmark's trainers close DALI's epoch under "
-        "their context (its H200 run of 2026-12-05 printed DALI's ignored AssertionError under the recipe)"
+        "their context (its H200 run of 2026-12-05 printed DALI's ignored AssertionError under the recipe); the "
+        "kills, the torchrun part and the cost benchmark in its lessons module (eager_kill, capture_kill, "
+        "torchrun_kill, cost_harness, cost_report), their cells folded"
     ),
 }
 

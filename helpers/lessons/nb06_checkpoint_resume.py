@@ -42,6 +42,9 @@ from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import gpu_count
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.distributed import UsageError
+from helpers.toolkit.hardware import Sampler
+from helpers.toolkit.harness import Harness
+from helpers.toolkit.harness import Way
 from helpers.toolkit.parameters import ParameterError
 from helpers.toolkit.parameters import at_least
 from helpers.toolkit.parameters import positive_int
@@ -130,6 +133,12 @@ class Setup:
     def rank_steps(self) -> int:
         """One rank's steps under torchrun (each rank reads its shard of the records)."""
         return self.epochs * math.ceil(math.ceil(self.records / self.processes) / self.batch_size)
+
+    @property
+    def rank_threads(self) -> int:
+        """DALI's CPU threads per rank under torchrun: ranks on CPUs share ``num_threads``, ranks
+        on GPUs have them each."""
+        return max(1, self.num_threads // self.processes) if self.dist_device == "cpu" else self.num_threads
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -548,6 +557,210 @@ def kill_step_before_the_last_epoch(setup: Setup) -> int:
     return setup.pick.choice(before or range(2 * every + 1, setup.rank_steps - 1))
 
 
+@dataclass(frozen=True)
+class Kill:
+    """A training killed with ``SIGKILL`` and resumed (:func:`eager_kill`, :func:`capture_kill`):
+    the uninterrupted run's results (``reference``), the step ``chosen`` for the kill, the
+    :class:`Killer` (the step it saw), the killed ``launch``, the ``copy`` of its checkpoints taken
+    before the resume (None where none is taken), the ``resumed`` run's results and their
+    comparison with the reference (``check``, :func:`compare`)."""
+
+    reference: dict[str, Any]
+    chosen: int
+    killer: Killer
+    launch: Launch
+    copy: Path | None
+    resumed: dict[str, Any]
+    check: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TorchrunKill(Kill):
+    """A kill under torchrun (:func:`torchrun_kill`), and what the newest checkpoint before its
+    resume held: its files (``parts``), each rank's reader state (``states``), its size in bytes;
+    the epoch boundaries that the resumed run ``crossed``; the ``device`` the ranks ran on."""
+
+    device: str
+    parts: list[str]
+    states: list[str]
+    checkpoint_bytes: int
+    crossed: int
+
+
+def eager_kill(runs: Runs) -> Kill:
+    """Notebook 06's real kill in eager mode: the training uninterrupted in this kernel, for
+    reference; launched and sent ``SIGKILL`` at a step drawn from ``setup.pick`` (after two
+    checkpoints, before the last step); its checkpoints copied to ``eager-copy`` (damaged on
+    purpose later); resumed in a new process with ``--resume``. Says each run, what the kill left
+    and whether the resume was bit-identical (:func:`check_resume`: on the CPU it must be)."""
+    s = runs.setup
+    reference = runs.in_kernel(runs.args("eager-ref", every=0))
+    runs.say(f"uninterrupted: {reference['steps']} steps, last loss {reference['losses'][0][-1]:.4f}")
+    chosen = s.pick.randint(2 * s.every + 1, s.total_steps - 2)
+    killer, launch = runs.killed(runs.args("eager"), chosen)
+    runs.say(
+        f"chosen step {chosen}: SIGKILL sent when the process reported step {killer.killed}; exit "
+        f"status {launch.returncode}, minus the number of the signal that ended it"
+    )
+    runs.say(f"left in its checkpoint folder: {folder(s.workdir / 'eager')}")
+    copy = shutil.copytree(s.workdir / "eager", s.workdir / "eager-copy")
+    resumed = runs.resumed(runs.args("eager"))
+    check = compare(reference, resumed, runs.weights("eager-ref"), runs.weights("eager"))
+    at = resumed["resumed"]["step"]
+    runs.say(
+        f"resumed from step {at}: {killer.killed - at} step(s) done again; loss of all "
+        f"{check['steps_compared']} steps identical: {check['losses_identical']}; final weights "
+        f"identical: {check['weights_identical']}"
+    )
+    check_resume(check, "eager mode, killed and resumed", s.device)
+    return Kill(reference, chosen, killer, launch, copy, resumed, check)
+
+
+def capture_kill(runs: Runs) -> Kill:
+    """The same three runs in capture mode (a reader per epoch): uninterrupted in this kernel,
+    killed at a step whose newest checkpoint lies inside an epoch
+    (:func:`kill_step_inside_an_epoch`), resumed. Says where the resume began in its epoch, the
+    batches it skipped, whether it was bit-identical, and what the reference run's capture loops
+    captured (their ``CaptureGuard``)."""
+    s = runs.setup
+    reference = runs.in_kernel(runs.args("capture-ref", mode="capture", every=0))
+    chosen = kill_step_inside_an_epoch(s)
+    killer, launch = runs.killed(runs.args("capture", mode="capture"), chosen)
+    runs.say(f"SIGKILL at step {killer.killed}; left: {folder(s.workdir / 'capture')}")
+    resumed = runs.resumed(runs.args("capture", mode="capture"))
+    check = compare(reference, resumed, runs.weights("capture-ref"), runs.weights("capture"))
+    at = resumed["resumed"]["step"]
+    runs.say(
+        f"resumed from step {at}, step {at % s.steps_per_epoch} of epoch {at // s.steps_per_epoch}: "
+        f"{resumed['fast_forward_batches']} batch(es) skipped (read, not decoded), the rest of the "
+        "epoch eager, then capture mode"
+    )
+    check_resume(check, "capture mode, killed and resumed", s.device)
+    runs.say("captured (CaptureGuard in the script): " + ", ".join(reference["captured_operators"]))
+    return Kill(reference, chosen, killer, launch, None, resumed, check)
+
+
+def boundaries_crossed(start: int, end: int, per_epoch: int) -> int:
+    """The epoch boundaries that a run crosses from step ``start`` (the steps done) to step
+    ``end``, in epochs of ``per_epoch`` steps: the epoch of its last step less that of ``start``."""
+    return (end - 1) // per_epoch - start // per_epoch
+
+
+def torchrun_kill(runs: Runs) -> TorchrunKill:
+    """The eager training under torchrun, ``setup.processes`` ranks (on the GPUs if there are
+    enough, else on CPUs, which it says): uninterrupted; launched and the last rank sent
+    ``SIGKILL`` at a step whose newest checkpoint lies before the last epoch
+    (:func:`kill_step_before_the_last_epoch`); the newest checkpoint's parts and reader states
+    read, the checkpoints copied to ``dist-copy`` (handed to a single process later); resumed on
+    all ranks. Says each, the epoch boundaries the resumed run crossed and whether it was
+    bit-identical."""
+    s = runs.setup
+    processes, on = s.processes, s.dist_device
+    if on != s.device:
+        runs.say(
+            f"{processes} GPUs are needed for the GPU version of this part; DALI finds {s.gpus}. "
+            f"The ranks run as {processes} CPU processes (gloo) instead."
+        )
+    args = {name: runs.args(f"dist-{name}", on=on, threads=s.rank_threads) for name in ("ref", "run")}
+    runs.say("uninterrupted:")
+    reference = runs.launched(args["ref"], nproc=processes)
+    chosen = kill_step_before_the_last_epoch(s)
+    killer, launch = runs.killed(args["run"], chosen, nproc=processes, rank=processes - 1)
+    runs.say(f"killed: rank {processes - 1} at step {killer.killed}; torchrun: {launch.root_cause}")
+    newest = checkpointing.checkpoints(s.workdir / "dist-run")[0][1]
+    parts, states = folder(newest), reader_states(runs.script, newest, processes)
+    size = sum(p.stat().st_size for p in newest.iterdir())
+    runs.say(f"{newest.name}: parts {parts}; {len(set(states))} different reader states of {processes} ranks")
+    copy = shutil.copytree(s.workdir / "dist-run", s.workdir / "dist-copy")
+    resumed = runs.resumed(args["run"], nproc=processes)
+    check = compare(reference, resumed, runs.weights("dist-ref"), runs.weights("dist-run"))
+    at = resumed["resumed"]["step"]
+    crossed = boundaries_crossed(at, s.rank_steps, resumed["steps_per_epoch"])
+    runs.say(
+        f"the resumed run went from step {at} to {s.rank_steps}, across {crossed} epoch "
+        f"boundar{'y' if crossed == 1 else 'ies'}"
+    )
+    check_resume(check, f"{processes} ranks, rank {processes - 1} killed, all resumed", on)
+    return TorchrunKill(
+        reference, chosen, killer, launch, copy, resumed, check, on, parts, states, size, crossed
+    )
+
+
+# the benchmark's ways: the way's name, its run's name (its files in build/nb06), the script's mode,
+# and whether it writes checkpoints (every `every` steps)
+BENCH_WAYS = (
+    ("eager", "bench-eager", "eager", False),
+    ("eager + checkpoints", "bench-eager-ckpt", "eager", True),
+    ("capture, epoch readers", "bench-epochs", "capture", False),
+    ("capture, epoch readers + checkpoints", "bench-epochs-ckpt", "capture", True),
+    ("capture", "bench-capture", "capture-plain", False),
+)
+
+
+def cost_harness(runs: Runs) -> tuple[Harness, list[Way]]:
+    """The benchmark's five ways (``BENCH_WAYS``), each a loader of the script's ``Trainer`` in this
+    kernel (rank 0 of 1, quiet, more epochs than the trials run: each runs whole epochs until it
+    lasts the harness's least duration), and the suite's harness that times them in samples. The
+    trainers take turns and share one ``EvalContext``: DALI's eager reader keeps its context
+    entered between batches."""
+    import nvidia.dali.experimental.dynamic as ndd
+    import torch
+
+    s, script = runs.setup, runs.script
+    shared = ndd.EvalContext(num_threads=s.num_threads, device_id=0 if s.device == "gpu" else None)
+
+    def trainer_for(name: str, mode: str, every_steps: int) -> Callable[[], Any]:
+        args = script.parse_args([*runs.args(name, mode=mode, every=every_steps, epochs=1000), "--quiet"])
+        return lambda: script.Trainer(args, rank=0, local_rank=0, world=1, ctx=shared)
+
+    ways = [
+        Way(label, trainer_for(name, mode, s.every if saves else 0))
+        for label, name, mode, saves in BENCH_WAYS
+    ]
+    harness = Harness(
+        unit="samples",
+        synchronize=torch.cuda.synchronize if s.device == "gpu" else None,
+        sampler=Sampler(),
+        min_seconds=s.min_seconds,
+        gpu=s.device == "gpu",
+    )
+    return harness, ways
+
+
+def cost_report(
+    bench: Any,
+    harness: Harness,
+    setup: Setup,
+    restores: Mapping[str, Mapping[str, Any]],
+    *,
+    checkpoint_bytes: int,
+) -> tuple[dict[str, Any], Any]:
+    """The benchmark's ratios (``COMPARISONS``, paired by round), what a checkpoint costs
+    (:func:`costs`: the writes of the ``eager + checkpoints`` trainer, the ``restores``, the
+    share of the steps) said by :func:`cost_lines`, and the chart of every way's throughput.
+    Returns the costs and the chart."""
+    from helpers.toolkit.plots import interval_bars
+
+    for label, (a, b) in COMPARISONS.items():
+        print(f"{label}: {versus(bench.ratio(a, b), 'the second')}")
+    cost = costs(
+        bench,
+        harness.loaders["eager + checkpoints"].save_seconds,
+        restores,
+        every=setup.every,
+        batch_size=setup.batch_size,
+        checkpoint_bytes=checkpoint_bytes,
+    )
+    print("\n".join(cost_lines(cost, bench.ratio("eager + checkpoints", "eager"), setup.processes)))
+    chart = interval_bars(
+        {w.name: bench.rates(w.name) for w in bench.ways},
+        xlabel="samples / s",
+        title=f"Training throughput on {setup.device}",
+        reference="capture",
+    )
+    return cost, chart
+
+
 def ratio_record(r: Ratio) -> dict[str, Any]:
     """A ratio as the record keeps it, with the words of :func:`helpers.toolkit.benchmarking.versus`."""
     return {**r.as_record(), "verdict": versus(r, "the second").split(" (")[0]}
@@ -853,17 +1066,25 @@ def record(
 
 
 __all__ = [
+    "BENCH_WAYS",
     "COMPARISONS",
+    "Kill",
     "Killer",
     "Runs",
     "Setup",
+    "TorchrunKill",
+    "boundaries_crossed",
+    "capture_kill",
     "check_resume",
     "checksums",
     "compare",
     "conclusion",
+    "cost_harness",
     "cost_lines",
+    "cost_report",
     "costs",
     "damage",
+    "eager_kill",
     "error_of",
     "folder",
     "kill_step_before_the_last_epoch",
@@ -875,4 +1096,5 @@ __all__ = [
     "record",
     "resume_line",
     "set_up",
+    "torchrun_kill",
 ]

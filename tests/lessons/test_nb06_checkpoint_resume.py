@@ -14,8 +14,11 @@ import pytest
 from helpers.data.paths import REPO_ROOT
 from helpers.lessons.nb06_checkpoint_resume import COMPARISONS
 from helpers.lessons.nb06_checkpoint_resume import Killer
+from helpers.lessons.nb06_checkpoint_resume import Runs
 from helpers.lessons.nb06_checkpoint_resume import Setup
+from helpers.lessons.nb06_checkpoint_resume import boundaries_crossed
 from helpers.lessons.nb06_checkpoint_resume import conclusion
+from helpers.lessons.nb06_checkpoint_resume import cost_harness
 from helpers.lessons.nb06_checkpoint_resume import cost_lines
 from helpers.lessons.nb06_checkpoint_resume import costs
 from helpers.lessons.nb06_checkpoint_resume import error_of
@@ -130,6 +133,23 @@ def test_a_torchrun_kill_step_leaves_an_epoch_boundary_to_cross(seed: int) -> No
     assert step // 5 * 5 < 2 * (setup.rank_steps // 3)
 
 
+def test_torchrun_ranks_on_cpus_share_the_threads_and_ranks_on_gpus_have_them_each() -> None:
+    assert _setup(num_threads=4, processes=2).rank_threads == 2
+    assert _setup(num_threads=5, processes=2).rank_threads == 2
+    assert _setup(num_threads=1, processes=3).rank_threads == 1  # at least one each
+    assert _setup(num_threads=4, processes=2, device="gpu", dist_device="gpu").rank_threads == 4
+
+
+@pytest.mark.parametrize(
+    "start,crossed",
+    [(0, 2), (40, 2), (127, 2), (128, 1), (255, 1), (256, 0), (300, 0)],
+)
+def test_the_epoch_boundaries_a_resumed_run_crosses(start: int, crossed: int) -> None:
+    """3 epochs of 128 steps: a resume after step 128 (the first epoch done) runs steps 129 to 384,
+    across the boundary between the second epoch and the third only."""
+    assert boundaries_crossed(start, 384, 128) == crossed
+
+
 class _Bench:
     """The part of helpers.toolkit.harness.Results that costs() and conclusion() read: ``rates`` and
     ``trials`` for the ways whose epochs are read (none: the trials say nothing of epochs)."""
@@ -177,6 +197,41 @@ def test_costs_share_is_the_median_write_over_every_steps_of_the_eager_step() ->
     assert "median 20.0 ms (min 10.0, max 30.0, 3 writes)" in lines[0]
     assert any("capture" in line and "first step done after   500.0 ms" in line for line in lines)
     assert lines[-1] == "size of a 2-rank checkpoint: 1.00 MB"
+
+
+def test_the_cost_harness_times_the_scripts_trainer_five_ways_in_one_context(tmp_path: Path) -> None:
+    """Each way a loader of the script's Trainer (rank 0 of 1, quiet, more epochs than the trials
+    run) under its own run name and mode, writing checkpoints every ``every`` steps or none; all
+    the trainers in one EvalContext (DALI's eager reader keeps its context entered between batches)."""
+    made: list[tuple[list[str], dict]] = []
+
+    def trainer(args: list[str], **kwargs: object) -> int:
+        made.append((args, kwargs))
+        return len(made)
+
+    setup = _setup(workdir=tmp_path, min_seconds=0.5, every=7)
+    harness, ways = cost_harness(Runs(SimpleNamespace(parse_args=list, Trainer=trainer), setup))
+    assert not made  # a trainer is made when the harness first uses its way
+    assert [way.make() for way in ways] == [1, 2, 3, 4, 5]
+
+    def flag(args: list[str], name: str) -> str | None:
+        return args[args.index(name) + 1] if name in args else None
+
+    assert [(w.name, flag(a, "--out"), flag(a, "--mode"), flag(a, "--every"), flag(a, "--checkpoints"))
+            for w, (a, _) in zip(ways, made, strict=True)] == [
+        ("eager", str(tmp_path / "bench-eager.json"), "eager", "0", None),
+        ("eager + checkpoints", str(tmp_path / "bench-eager-ckpt.json"), "eager", "7",
+         str(tmp_path / "bench-eager-ckpt")),
+        ("capture, epoch readers", str(tmp_path / "bench-epochs.json"), "capture", "0", None),
+        ("capture, epoch readers + checkpoints", str(tmp_path / "bench-epochs-ckpt.json"), "capture", "7",
+         str(tmp_path / "bench-epochs-ckpt")),
+        ("capture", str(tmp_path / "bench-capture.json"), "capture-plain", "0", None),
+    ]  # fmt: skip
+    assert all(flag(a, "--epochs") == "1000" and a[-1] == "--quiet" for a, _ in made)
+    assert all((k["rank"], k["local_rank"], k["world"]) == (0, 0, 1) for _, k in made)
+    contexts = {id(k["ctx"]) for _, k in made}
+    assert len(contexts) == 1 and made[0][1]["ctx"] is not None
+    assert (harness.unit, harness.min_seconds) == ("samples", 0.5)
 
 
 BRANCHES = {
