@@ -1113,18 +1113,9 @@ MACHINERY_IN_SIGHT = (
 )
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
-    "screens": {
-        f"notebooks/{name}.html": MACHINERY_IN_SIGHT
-        for name in ("03-feeding-pytorch-fast", "05-photos-at-scale", "06-checkpoint-resume")
-    },
+    "screens": {"notebooks/03-feeding-pytorch-fast.html": MACHINERY_IN_SIGHT},
     "phone_screens": {
-        f"notebooks/{name}.html": MACHINERY_IN_SIGHT
-        for name in (
-            "03-feeding-pytorch-fast",
-            "05-photos-at-scale",
-            "06-checkpoint-resume",
-            "07-video-clips",
-        )
+        f"notebooks/{name}.html": MACHINERY_IN_SIGHT for name in ("03-feeding-pytorch-fast", "07-video-clips")
     },
 }
 

@@ -20,30 +20,12 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # pages say so (``tools.docs_notes.RERUN_NOTE``), cells added since have no outputs, and the others
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
-AWAITING_RERUN: dict[str, str] = {
-    "02-capture-mode": (
-        "issue 47: its goal lines and chart say when a run does not judge the goals (not an H200); the "
-        "conclusion's advice names DALI's capture warnings, not the suite's guard"
-    ),
-    "05-photos-at-scale": (
-        "issue 47: the recipe runs whole epochs; the ways and the fed runs in its lessons module "
-        "(Ways, feed), the validation check in short folded cells"
-    ),
-    "06-checkpoint-resume": (
-        "issues 46 and 47: helpers in folders, one set-up and record protocol, recipes' settings as "
-        "literals; a recipe demonstration that crosses an epoch; the conclusion's advice follows its "
-        "interval; the eager loop's step shown, and the loop written out (a new cell; the script's step "
-        "split into fit); an alt text on the loss chart; the benchmark's trainers close DALI's epoch under "
-        "their context (its H200 run of 2026-12-05 printed DALI's ignored AssertionError under the recipe); the "
-        "kills, the torchrun part and the cost benchmark in its lessons module (eager_kill, capture_kill, "
-        "torchrun_kill, cost_harness, cost_report), their cells folded"
-    ),
-}
+AWAITING_RERUN: dict[str, str] = {}
 
 
 # Of those, the notebooks whose committed outputs predate the alt texts on figures and the folded
 # tables (issue 47): their figures' and tables' tests are expected to fail until the re-run.
-BEFORE_ALT_TEXTS: tuple[str, ...] = ("06-checkpoint-resume",)  # its loss chart only
+BEFORE_ALT_TEXTS: tuple[str, ...] = ()
 
 
 def notebook_problems(notebook: dict[str, Any], awaiting_rerun: bool = False) -> list[str]:
