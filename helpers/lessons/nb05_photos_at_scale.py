@@ -646,9 +646,18 @@ def answer(
             + "."
         )
     if corrupt is not None and corrupt.named:
+        gpu = corrupt.dali_says.get("gpu")
+        on_gpu = (
+            ""
+            if gpu is None
+            else " Decoding on the GPU, DALI raised no error: it returned an image for every file, the "
+            "truncated one included."
+            if gpu.startswith("no error")
+            else f" Decoding on the GPU, it failed too ({gpu})."
+        )
         lines.append(
             f"- **A corrupt file**: DALI, decoding on the CPU, failed its whole batch "
-            f"({corrupt.dali_says.get('cpu', 'no error')}); `check_decodable` named the file."
+            f"({corrupt.dali_says.get('cpu', 'no error')}); `check_decodable` named the file.{on_gpu}"
         )
     return "\n".join(lines)
 

@@ -320,6 +320,16 @@ def test_a_truncated_copy_names_its_file(tmp_path) -> None:
         assert copy.dali_says["cpu"] == "ValueError: Failed to decode <copy>/x.jpg"
         assert copy.named and "is not a readable image" in copy.message
         assert "DALI, decoding on the gpu: no error" in copy.report(["cpu", "gpu"])
+        # the answer says what each decoder did: the CPU failed the batch, the GPU returned an image
+        said = answer(ALONE, FED, ROLES, copy)
+        assert "failed its whole batch (ValueError: Failed to decode <copy>/x.jpg)" in said
+        assert "Decoding on the GPU, DALI raised no error: it returned an image for every file" in said
+        copy.dali_says["gpu"] = "RuntimeError: corrupt"
+        assert "Decoding on the GPU, it failed too (RuntimeError: corrupt)." in answer(
+            ALONE, FED, ROLES, copy
+        )
+        del copy.dali_says["gpu"]  # a run without a GPU: no sentence about it
+        assert "Decoding on the GPU" not in answer(ALONE, FED, ROLES, copy)
     finally:
         copy.remove()
     assert not copy.root.exists()

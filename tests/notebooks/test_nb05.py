@@ -244,16 +244,33 @@ def test_an_imagenet_style_folder_of_your_own_is_checked_and_read(capsys: pytest
 
 RECIPE_BATCH = 8  # the folder holds 8 photos: every epoch is one batch of the same photos
 RECIPE_EPOCHS = 12  # 12 epochs of one step each, every one run to its end
+RECIPE_WARMUP = 4  # steps of its linear warm-up to LR
 # ImageNet's normalization of 0-255 pixels: (0 - 123.675) / 58.395 and (255 - 103.53) / 57.375
 NORMALIZED = (-2.12, 2.64)
 RECIPE_REPORT = {
     "n_classes": "n_classes",
-    "losses": "[x.item() for x in losses]",
+    "losses": "[x.item() for x in _losses]",  # LOSS_OBSERVER's
+    "warmup": "[optimizer.param_groups[0]['lr'], LR * BATCH / 256, WARMUP, warmup.last_epoch]",
     "images": "[list(images.shape), str(images.dtype), images.device.type]",
     "channels_last": "images.is_contiguous(memory_format=torch.channels_last)",
     "range": "[images.min().item(), images.max().item()]",
     "labels": "[labels.tolist(), str(labels.dtype), labels.device.type]",
 }
+# put before the recipe: every step's loss, as the model's step computed it (the recipe prints an
+# epoch's last); torch's function is patched, not the recipe
+LOSS_OBSERVER = """import torch as _torch
+
+_cross_entropy, _losses = _torch.nn.functional.cross_entropy, []
+
+
+def _observed_loss(*args, **kwargs):
+    loss = _cross_entropy(*args, **kwargs)
+    _losses.append(loss.detach())
+    return loss
+
+
+_torch.nn.functional.cross_entropy = _observed_loss
+"""
 # what the capture loop records at its traced step; on the GPU the labels' copy there too
 CAPTURED_BY_RECIPE = ["ImageRandomCrop", "Resize", "CoinFlip", "CropMirrorNormalize", "Squeeze", "Cast"]
 # put before the recipe: the operators its capture loop captured, after each step (DALI's private
@@ -295,12 +312,19 @@ def _recipe_settings(folder: Path, device: str, epochs: int = RECIPE_EPOCHS) -> 
         "BATCH": RECIPE_BATCH,
         "THREADS": 2,
         "EPOCHS": epochs,
+        "WARMUP": RECIPE_WARMUP,
     }
 
 
-def _check_recipe(run_recipe, device: str, tmp_path: Path) -> None:
+def _check_recipe(device: str, tmp_path: Path) -> None:
+    from tools import recipes
+
+    found = recipes.recipe(NOTEBOOK)
+    assert found is not None
     settings = _recipe_settings(_one_batch_folder(tmp_path), device)
-    report = run_recipe(NOTEBOOK, settings, RECIPE_REPORT)
+    report = recipes.run(
+        recipes.Recipe(NOTEBOOK, LOSS_OBSERVER + found.source), settings, RECIPE_REPORT, tmp_path
+    )
     on = "cuda" if device == "gpu" else "cpu"
     assert report["n_classes"] == 2
     # what the model was handed: NCHW floats in channels_last order, normalized, on the model's device
@@ -316,6 +340,9 @@ def _check_recipe(run_recipe, device: str, tmp_path: Path) -> None:
     # at most 0.28 of the first 3 steps')
     losses = report["losses"]
     assert len(losses) == RECIPE_EPOCHS and all(math.isfinite(x) for x in losses), losses
+    # the warm-up: WARMUP steps to the full rate (LR for 256 images, scaled to BATCH), then held there
+    lr, full, warmup, steps = report["warmup"]
+    assert (warmup, steps) == (RECIPE_WARMUP, RECIPE_EPOCHS) and lr == pytest.approx(full), report["warmup"]
     assert statistics.fmean(losses[-4:]) < 0.6 * statistics.fmean(losses[:3]), losses
 
 
@@ -337,11 +364,11 @@ def _check_capture(device: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_recipe_runs_without_the_suite(run_recipe, tmp_path: Path) -> None:
+def test_the_recipe_runs_without_the_suite(tmp_path: Path) -> None:
     """The recipe on the CPU, in a process without the suite, on a folder of 8 photos of 2
     classes with BATCH 8: NCHW float32 crops in channels_last order, normalized, labels 0 and 1
     by subfolder, EPOCHS finite losses, one an epoch, that fall on the same photos."""
-    _check_recipe(run_recipe, "cpu", tmp_path)
+    _check_recipe("cpu", tmp_path)
 
 
 @pytest.mark.slow
@@ -351,8 +378,8 @@ def test_the_recipe_captures_every_operator(tmp_path: Path) -> None:
     _check_capture("cpu", tmp_path)
 
 
-def test_the_recipe_on_the_gpu(gpu_run, run_recipe, tmp_path: Path) -> None:
-    _check_recipe(run_recipe, "gpu", tmp_path)
+def test_the_recipe_on_the_gpu(gpu_run, tmp_path: Path) -> None:
+    _check_recipe("gpu", tmp_path)
 
 
 def test_the_recipe_captures_every_operator_on_the_gpu(gpu_run, tmp_path: Path) -> None:
