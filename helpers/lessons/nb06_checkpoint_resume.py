@@ -924,7 +924,8 @@ def conclusion(
         f"{cost['restore_ms']['median']:.1f} ms (medians). That is not the time to resume: DALI "
         "applies the reader's state at its first batch, a capture resume inside an epoch reads the "
         "batches already trained on again, and a resume in a new process takes its first step cold, "
-        f"so a resumed run's first step was done {_first_steps(cost)} after its restore began. With a checkpoint every {cost['every']} steps, "
+        f"so a resumed run's first step was done {_first_steps(cost)} after its restore began. "
+        f"With a checkpoint every {cost['every']} steps, "
         f"eager mode was **{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
         f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
         f"mode was {_per_epoch(bench, resumable)}; it was **"

@@ -289,7 +289,8 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
         "With a checkpoint every 20 steps, eager mode was **slower than eager mode without them "
         "(0.80x [0.75-0.85])**" in text
     )
-    assert "over this run's epochs: a reader per epoch alone made it" in text  # the trials say no epoch length
+    # the trials say no epoch length
+    assert "over this run's epochs: a reader per epoch alone made it" in text
 
 
 def _conclusion_of(bench: _Bench) -> str:
