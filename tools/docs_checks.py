@@ -25,11 +25,6 @@ AWAITING_RERUN: dict[str, str] = {
         "issue 47, its second reading: the recipe warms the learning rate up as DALI's example does (its "
         "loss rose without it); the answer says what the GPU decoder did with the corrupt file"
     ),
-    "06-checkpoint-resume": (
-        "issue 47, its second reading: the conclusion gives the per-epoch readers' and the checkpoints' "
-        "parts of the resumable capture loop's cost, and a cold new process in the resume's first step; "
-        "the capture resume says epochs count from 0; the cost line says where the estimate lies"
-    ),
 }
 
 
