@@ -190,10 +190,10 @@ def _capture_mode(get: Lookup) -> list[str]:
 
 def _dynamic_at(get: Lookup, notebook: str, kind: str, rounds: str) -> str:
     """``at its best``, or where the record's pick of dynamic mode (``results.picks[kind]``) came
-    from a tie, ``at its picked knobs (a tie in <rounds>)``: the pick was the highest mean, not
+    from a tie, ``at its picked knobs (`<its name>`, a tie in <rounds>)``: the pick was the highest mean, not
     shown ahead of the others."""
     pick = get.value(notebook, "results", "picks", kind)
-    return f"at its picked knobs (a tie in {rounds})" if pick.get("ties") else "at its best"
+    return f"at its picked knobs (`{pick['best']}`, a tie in {rounds})" if pick.get("ties") else "at its best"
 
 
 def _light_model(get: Lookup) -> list[str]:
@@ -236,14 +236,17 @@ def _photos(get: Lookup) -> list[str]:
         f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
         "Alone, PIL in the DataLoader used "
         + versus(cpu, capture, faster="more CPU time per image than", slower="less CPU time per image than")
-        + ".",
+        + ("; the capture loop decoded on the GPU." if get.record(NB05).has_gpu else "."),
     ]
 
 
 def _resuming(get: Lookup) -> list[str]:
     resume = get.value(NB06, "results", "resume")
     same = "bit-identically" if resume["bit_identical"] else "but not bit-identically"
-    against = {"capture": "capture mode without them", "eager + checkpoints": "eager mode with checkpoints"}
+    against = {
+        "capture": "capture mode with one reader and no checkpoints",
+        "eager + checkpoints": "eager mode with checkpoints",
+    }
     resumable = "capture, epoch readers + checkpoints / "
     ratios = {key: get.ratio(NB06, "benchmark", "ratios", resumable + key) for key in against}
     words = [versus(ratios[key], other) for key, other in against.items()]

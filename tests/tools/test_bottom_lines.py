@@ -150,12 +150,13 @@ SAID = {
         "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
         "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
         "Alone, PIL in the DataLoader used more CPU time per image than the best capture loop "
-        "(1.30x [1.20-1.50]).",
+        "(1.30x [1.20-1.50]); the capture loop decoded on the GPU.",
     ],
     findings.NB06: [
         "killed at step 30, training resumed from step 20 bit-identically.",
         "Over epochs of 64 steps, resumable capture mode (a new reader each epoch, "
-        "checkpoints) was faster than capture mode without them (1.30x [1.20-1.50]) and faster "
+        "checkpoints) was faster than capture mode with one reader and no checkpoints (1.30x [1.20-1.50]) "
+        "and faster "
         "than eager mode with checkpoints (1.30x [1.20-1.50]).",
     ],
     findings.NB07: [
