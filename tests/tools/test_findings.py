@@ -223,8 +223,8 @@ def test_the_readme_findings_open_with_the_answer_one_finding_a_line() -> None:
         (
             findings.NB05,
             "capture",
-            "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (`capture, threads 4`, a tie in "
-            "selection) was ",
+            "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (`capture, threads 4`, a "
+            "tie in selection) was ",
         ),
     ],
 )
