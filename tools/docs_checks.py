@@ -21,7 +21,7 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
 AWAITING_RERUN: dict[str, str] = {
-    "02-capture-mode": "issue 47: its goal cell reads its target inline (12 lines)",
+    "02-capture-mode": "issue 47: its goal cell reads its target inline; its advice on provable arguments",
     "05-photos-at-scale": (
         "issue 47, its second reading: the recipe warms the learning rate up as DALI's example does (its "
         "loss rose without it); the answer says what the GPU decoder did with the corrupt file"

@@ -229,14 +229,14 @@ def _photos(get: Lookup) -> list[str]:
     )
     cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
     size = get.value(NB05, "parameters", "image_size")
-    at = _dynamic_at(get, NB05, "capture", "selection")
+    at = _dynamic_at(get, NB05, "capture", "the knob selection")
     capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
     return [
         f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
         f"and {versus(same, SAME_KNOBS)}, reaching {ceiling} of training alone.",
         "Alone, PIL in the DataLoader used "
         + versus(cpu, capture, faster="more CPU time per image than", slower="less CPU time per image than")
-        + ("; the capture loop decoded on the GPU." if get.record(NB05).has_gpu else "."),
+        + ('; the capture loop decoded with `device="gpu"`.' if get.record(NB05).has_gpu else "."),
     ]
 
 
@@ -260,7 +260,7 @@ def _resuming(get: Lookup) -> list[str]:
     if rebuild in get.value(NB06, "results", "benchmark", "ratios"):
         sentences.append(
             f"A new reader each epoch without checkpoints was "
-            f"{versus(get.ratio(NB06, 'benchmark', 'ratios', rebuild), 'capture mode')}."
+            f"{versus(get.ratio(NB06, 'benchmark', 'ratios', rebuild), 'capture mode with one reader')}."
         )
     return sentences
 

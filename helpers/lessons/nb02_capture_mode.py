@@ -266,8 +266,9 @@ def conclusion(fed: Any, *, machine: str, equality: Mapping[str, Any], placement
     if r.low > 1:
         lines.append(
             "What to do: train with `next_epoch(..., capture=True)`, with DALI's two capture "
-            "warnings made errors (the recipe's first lines) and every argument a literal, a tuple "
-            "or `ndd.capture.invariant`; keep the batch size and the device fixed for the "
+            "warnings made errors (as the recipe does before its loop) and every argument that is "
+            "not a batch a literal written in the call or `ndd.capture.invariant` (some take "
+            "literals only); keep the batch size and the device fixed for the "
             "reader's life, give the random operators an RNG of their own, and let every "
             "epoch finish."
         )

@@ -150,7 +150,7 @@ SAID = {
         "DataLoader (1.30x [1.20-1.50]) and faster than pipeline mode at the same knobs "
         "(1.30x [1.20-1.50]), reaching 1.30x [1.20-1.50] of training alone.",
         "Alone, PIL in the DataLoader used more CPU time per image than the best capture loop "
-        "(1.30x [1.20-1.50]); the capture loop decoded on the GPU.",
+        '(1.30x [1.20-1.50]); the capture loop decoded with `device="gpu"`.',
     ],
     findings.NB06: [
         "killed at step 30, training resumed from step 20 bit-identically.",

@@ -224,7 +224,7 @@ def test_the_readme_findings_open_with_the_answer_one_finding_a_line() -> None:
             findings.NB05,
             "capture",
             "feeding ResNet-50 (96px crops), dynamic mode at its picked knobs (`capture, threads 4`, a "
-            "tie in selection) was ",
+            "tie in the knob selection) was ",
         ),
     ],
 )
@@ -239,6 +239,6 @@ def test_a_pick_from_a_tie_is_not_called_the_best(
     assert finding.sentences[0].startswith(said) and "at its best" not in " ".join(finding.sentences)
     if notebook == findings.NB05:
         assert (
-            "than the picked capture loop (1.30x [1.20-1.50]); the capture loop decoded on the GPU."
+            'than the picked capture loop (1.30x [1.20-1.50]); the capture loop decoded with `device="gpu"`.'
             == (finding.sentences[1].split("per image ")[1])
         )
