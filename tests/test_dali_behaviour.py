@@ -404,12 +404,16 @@ def test_torchdata_loader_resumes_a_dali_reader_node_from_its_state_dict(lmdb) -
 
     first = loader()
     batches = iter(first)
-    next(batches), next(batches)
-    state = first.state_dict()
-    third = keys(next(batches)["data"])
-    resumed = loader()
-    resumed.load_state_dict(state)
-    assert keys(next(iter(resumed))["data"]) == third
+    try:
+        next(batches), next(batches)
+        state = first.state_dict()
+        third = keys(next(batches)["data"])
+        resumed = loader()
+        resumed.load_state_dict(state)
+        assert keys(next(iter(resumed))["data"]) == third
+    finally:  # the first epoch to its end, in this thread: else the garbage collector closes DALI's
+        for _ in batches:  # suspended epoch later, in whatever thread, out of its EvalContext's turn
+            pass
 
 
 # --- 10. Performance: DALI's Python side of a captured step -----------------------------------
