@@ -438,7 +438,7 @@ def _answer(get: Lookup) -> list[str]:
     }
     # the second sentence names its reference once: "it is slower (0.98x [...]) on ResNet-50 and ..."
     plain = {"faster": "faster", "slower": "slower", "same": "not distinguishable"}
-    against = versus_each(same, "", **plain).replace("  (", " (")  # no reference: one space
+    against = versus_each(same, "", **plain)  # no reference: "slower (0.98x [...])"
     return [
         f"dynamic mode {versus_each(loaders, LOADER, **pays)}.",
         f"Against DALI's {SAME_KNOBS}, it is {against}.",

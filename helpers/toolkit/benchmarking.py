@@ -225,12 +225,9 @@ def versus(
 ) -> str:
     """The one wording of a comparison that follows its interval: ``faster`` when the whole
     interval is above 1, ``slower`` when it is below, otherwise ``same`` (not distinguishable;
-    the ratio and its interval follow in each case)."""
-    if r.low > 1:
-        return f"{faster} {reference} ({r})"
-    if r.high < 1:
-        return f"{slower} {reference} ({r})"
-    return f"{same} {reference} ({r})"
+    the ratio and its interval follow in each case; an empty ``reference``: the words alone)."""
+    words = faster if r.low > 1 else slower if r.high < 1 else same
+    return " ".join(filter(None, (words, reference, f"({r})")))
 
 
 def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:

@@ -16,6 +16,7 @@ from helpers.toolkit.benchmarking import rate_interval
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.benchmarking import summarize
+from helpers.toolkit.benchmarking import versus
 
 
 def test_summarize() -> None:
@@ -93,6 +94,7 @@ def test_goal_record_and_its_line() -> None:
     (line,) = goal_lines({"capture / eager": r.goal(1.6)})
     assert line == ("capture / eager: 1.70x, 95% interval [1.60, 1.80] over 5 trials (goal >= 1.6x): met")
     assert str(r) == "1.70x [1.60-1.80]"
+    assert versus(r, "", faster="faster") == "faster (1.70x [1.60-1.80])"  # no reference: one space
     (line,) = goal_lines({"capture / eager": r.goal(1.6)}, judged=False)  # a run not on an H200
     assert line.endswith("(goal >= 1.6x): met on this machine, not judged (the goals are stated for an H200)")
 
