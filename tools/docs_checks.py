@@ -21,6 +21,11 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
 AWAITING_RERUN: dict[str, str] = {
+    "06-checkpoint-resume": (
+        "issue 47, its second reading: the conclusion gives the per-epoch readers' and the checkpoints' "
+        "parts of the resumable capture loop's cost, and a cold new process in the resume's first step; "
+        "the capture resume says epochs count from 0; the cost line says where the estimate lies"
+    ),
     "02-capture-mode": "issue 47: its goal cell reads its target inline; its advice on provable arguments",
     "05-photos-at-scale": (
         "issue 47, its second reading: the recipe warms the learning rate up as DALI's example does (its "

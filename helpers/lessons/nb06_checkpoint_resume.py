@@ -631,7 +631,8 @@ def capture_kill(runs: Runs) -> Kill:
     check = compare(reference, resumed, runs.weights("capture-ref"), runs.weights("capture"))
     at = resumed["resumed"]["step"]
     runs.say(
-        f"resumed from step {at}, step {at % s.steps_per_epoch} of epoch {at // s.steps_per_epoch}: "
+        f"resumed from step {at}, step {at % s.steps_per_epoch} of epoch {at // s.steps_per_epoch} "
+        "(both counted from 0): "
         f"{resumed['fast_forward_batches']} batch(es) skipped (read, not decoded), the rest of the "
         "epoch eager, then capture mode"
     )
@@ -828,7 +829,7 @@ def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
     slowdown of ``1 / ratio - 1`` of the time)."""
     added = (1 / direct.high - 1, 1 / direct.low - 1)  # the interval, as time added
     if added[0] <= cost["share_of_steps"] <= added[1]:
-        return ""
+        return f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes' estimate lies within it)"
     return (
         f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes alone do not account for it)"
         if cost["share_of_steps"] < added[0]
@@ -866,14 +867,19 @@ def epoch_cost(bench: Any, slower: str, faster: str) -> tuple[int, float] | None
 
 
 def _per_epoch(bench: Any, resumable: Ratio) -> str:
-    """Resumable capture against capture with one reader, for epochs of this run's length: what
-    one run at one epoch length shows, not how the cost splits between once an epoch (a new
-    reader, trace and pipeline) and every step (the checkpoints)."""
+    """Resumable capture against capture with one reader, for epochs of this run's length, then
+    its two parts: a reader per epoch without checkpoints against one reader, and the checkpoints
+    against the same loop without them. One epoch length: it does not say how the part paid once
+    an epoch (a new reader, trace and pipeline) changes with an epoch's length."""
     said = versus(resumable, "capture mode with one reader and no checkpoints")
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
+    readers = bench.ratio("capture, epoch readers", "capture")
+    checkpoints = bench.ratio("capture, epoch readers + checkpoints", "capture, epoch readers")
     unsplit = (
-        "this run times one epoch length, so it does not split the cost between each epoch's "
-        "new reader, trace and pipeline and each step's checkpoints"
+        f"a reader per epoch alone made it {versus(readers, 'capture mode with one reader')}, and the "
+        f"checkpoints then made it {versus(checkpoints, 'the same loop without them')}; at one epoch "
+        "length, this run does not say how the part paid once an epoch (a new reader, trace and "
+        "pipeline) changes with an epoch's length"
     )
     if found is None:
         return f"**{said}** over this run's epochs: {unsplit}"
@@ -916,9 +922,10 @@ def conclusion(
         "for the previous one.",
         f"A checkpoint took {cost['write_ms']['median']:.1f} ms to write, and `restore()` alone "
         f"{cost['restore_ms']['median']:.1f} ms (medians). That is not the time to resume: DALI "
-        "applies the reader's state at its first batch, and a capture resume inside an epoch reads "
-        "the batches already trained on again, so a resumed run's first step was done "
-        f"{_first_steps(cost)} after its restore began. With a checkpoint every {cost['every']} steps, "
+        "applies the reader's state at its first batch, a capture resume inside an epoch reads the "
+        "batches already trained on again, and a resume in a new process takes its first step cold, "
+        f"so a resumed run's first step was done {_first_steps(cost)} after its restore began. "
+        f"With a checkpoint every {cost['every']} steps, "
         f"eager mode was **{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
         f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
         f"mode was {_per_epoch(bench, resumable)}; it was **"
