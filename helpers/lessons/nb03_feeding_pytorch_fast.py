@@ -3,7 +3,8 @@
 frozen :class:`Setup`), ways named by the knob they turn (:func:`way`, :func:`same_knobs`,
 :func:`knob_ways`), the knobs' table, the candidates the confirmation measures again
 (:func:`finalists`), the picks and goals (:func:`picks_and_goals`), the check that every loader
-delivers the same data (:func:`data_checks`), the profile excerpt, the answer in words (:func:`answer`), generated from
+delivers the same data (:func:`data_checks`), the profile excerpt, the answer in words
+(:func:`answer`), generated from
 the confirmation's rounds, and the record (:func:`record`). The loaders themselves and the
 training loop stay in the notebook, where the reader sees them.
 """
