@@ -1,8 +1,10 @@
 """Notebook 03's comparison of loaders that feed one training loop, on the suite's harness
 (``helpers.toolkit.harness``): its set-up (:func:`set_up`: the parameters checked and resolved, a
-frozen :class:`Setup`), ways named by the knob they turn (:func:`way`, :func:`same_knobs`), the
-knobs' table, the candidates the confirmation measures again, the check that every loader
-delivers the same data, the profile excerpt, the answer in words (:func:`answer`), generated from
+frozen :class:`Setup`), ways named by the knob they turn (:func:`way`, :func:`same_knobs`,
+:func:`knob_ways`), the knobs' table, the candidates the confirmation measures again
+(:func:`finalists`), the picks and goals (:func:`picks_and_goals`), the check that every loader
+delivers the same data (:func:`data_checks`), the profile excerpt, the answer in words
+(:func:`answer`), generated from
 the confirmation's rounds, and the record (:func:`record`). The loaders themselves and the
 training loop stay in the notebook, where the reader sees them.
 """
@@ -318,6 +320,144 @@ def same_data(loaders: Mapping[str, Any], count: int) -> Any:
     return pd.DataFrame(rows).T
 
 
+def data_checks(unrotated: Mapping[str, Any], rotated: Mapping[str, Any], count: int) -> Any:
+    """Section 3's check, before any timing: in each group the loaders' first ``count`` batches
+    against the first loader's (:func:`same_data`). Every label must be equal and every pixel within
+    one grey level; DALI's loaders (every row but the DataLoader's) bit for bit. Raises
+    ``AssertionError`` with the table when not; returns the table of both groups."""
+    import pandas as pd
+
+    plain, turned = same_data(unrotated, count), same_data(rotated, count)
+    checks = pd.concat({"no rotation": plain, "rotated": turned})
+    if not (checks["labels equal"].all() and (checks["most grey levels apart"] <= 1).all()):
+        raise AssertionError(f"a loader gave other labels, or pixels more than a grey level apart:\n{checks}")
+    dali = ~checks.index.get_level_values(1).str.startswith("DataLoader")
+    if not checks["bit equal"][dali].all():
+        raise AssertionError(f"DALI's loaders gave other pixels for the same seed:\n{checks}")
+    return checks
+
+
+def knob_ways(
+    setup: Setup,
+    step_batch: int,
+    *,
+    capture: Callable[..., Any],
+    eager: Callable[..., Any],
+    pipeline: Callable[..., Any],
+    dataloader: Callable[..., Any],
+) -> list[LoaderWay]:
+    """Section 4's ways, each turning one knob against the way without it (``against``), most at
+    the largest loader batch (``setup.big``): for capture and pipeline mode every batch size, on a
+    GPU decoding on the CPU and each ``hw_decoder_load``, each thread count (decoding on the CPU,
+    where the threads decode); for capture mode at ``step_batch`` and the largest batch, labels cast
+    in torch, a background thread and eager mode; for the DataLoader each worker count, every batch
+    size the DALI loaders try (at the most workers) and ``prefetch_factor`` 4 (its default: 2)."""
+    big, on_gpu = setup.big, setup.on_gpu
+    on_cpu = {"decode": "cpu"} if on_gpu else {}
+    ways: list[LoaderWay] = []
+    for kind, make in (("capture", capture), ("pipeline", pipeline)):
+        sizes = [way(kind, b, make, "batch size") for b in setup.batch_sizes]
+        ways += [*sizes[:1], *(way(kind, w.batch, make, "batch size", against=sizes[0]) for w in sizes[1:])]
+        base = (
+            way(kind, big, make, "decoding on the CPU", against=sizes[-1], **on_cpu) if on_gpu else sizes[-1]
+        )
+        ways += [base] if on_gpu else []
+        ways += [
+            way(kind, big, make, "hw_decoder_load", against=sizes[-1], hw_decoder_load=h)
+            for h in (setup.hw_decoder_loads if on_gpu else [])
+        ]
+        ways += [
+            way(kind, big, make, "threads", against=base, **on_cpu, threads=t) for t in setup.thread_counts
+        ]
+    for b in sorted({step_batch, big}):
+        plain = way("capture", b, capture, "batch size")
+        ways += [
+            way("capture", b, capture, "labels cast in torch", against=plain, labels_in_torch=True),
+            way("capture", b, capture, "background thread", against=plain, background=True),
+            way("eager", b, eager, "eager mode", against=plain),
+        ]
+    fewest = way("dataloader", big, dataloader, "workers", workers=setup.workers[0])
+    most = way("dataloader", big, dataloader, "workers", against=fewest, workers=setup.workers[-1])
+    ways += [
+        fewest,
+        *(
+            way("dataloader", big, dataloader, "workers", against=fewest, workers=w)
+            for w in setup.workers[1:]
+        ),
+    ]
+    ways += [
+        way("dataloader", b, dataloader, "batch size", against=most, workers=setup.workers[-1])
+        for b in setup.batch_sizes
+        if b != big
+    ]
+    ways += [
+        way(
+            "dataloader",
+            big,
+            dataloader,
+            "prefetch_factor",
+            against=most,
+            workers=setup.workers[-1],
+            prefetch_factor=4,
+        )
+    ]
+    return ways
+
+
+KINDS = {"dynamic": ("capture", "eager"), "pipeline": ("pipeline",), "dataloader": ("dataloader",)}
+
+
+def finalists(
+    knobs: Results,
+    step_batch: int,
+    *,
+    pipeline: Callable[..., Any],
+    ceiling: Callable[..., Any],
+) -> tuple[list[str], list[LoaderWay]]:
+    """Section 5's ways: the baselines at the optimizer's batch (``step_batch``: eager, capture and
+    pipeline mode at their defaults), the two best of each kind (:data:`KINDS`) in the knobs' rounds,
+    pipeline mode at the same knobs as each dynamic-mode way (:func:`same_knobs`), and training
+    alone at each of their batch sizes; each name once. The baselines' names, and the ways."""
+    chosen = [n for v in KINDS.values() for n in best(knobs, [w.name for w in knobs.ways if w.kind in v], 2)]
+    baselines = [f"{kind} b{step_batch}" for kind in ("eager", "capture", "pipeline")]
+    ways = [knobs.way(n) for n in dict.fromkeys(baselines + chosen)]
+    ways += [same_knobs(w, pipeline) for w in ways if w.kind in KINDS["dynamic"]]
+    ways += [way("ceiling", b, ceiling, "training alone") for b in sorted({w.batch for w in ways})]
+    return baselines, list({w.name: w for w in ways}.values())
+
+
+def picks_and_goals(
+    confirmation: Results,
+    baselines: Sequence[str],
+    pipeline: Callable[..., Any],
+    targets: Mapping[str, float],
+) -> tuple[dict[str, Pick], dict[str, str], dict[str, dict[str, Any]]]:
+    """The best of each kind in the confirmation's rounds, or a tie (``Results.pick``); the ways the
+    answer compares the best dynamic-mode way with (``references``: the baselines, pipeline mode at
+    its knobs, training alone at its batch); and the goals (``targets``, the notebook's metadata's),
+    each that way's ratio over one of them."""
+    picks = {
+        kind: confirmation.pick([w.name for w in confirmation.ways if w.kind in v])
+        for kind, v in KINDS.items()
+    }
+    top = confirmation.way(picks["dynamic"].best)
+    references = {
+        "eager": baselines[0],
+        "capture": baselines[1],
+        "pipeline default": baselines[2],
+        "same knobs": same_knobs(top, pipeline).name,
+        "ceiling": f"ceiling b{top.batch}",
+    }
+    against = {
+        "best dynamic / pipeline mode default": references["pipeline default"],
+        "best dynamic / best DataLoader": picks["dataloader"].best,
+        "best dynamic / pipeline mode, same knobs": references["same knobs"],
+        "best dynamic / ceiling": references["ceiling"],
+    }
+    goals = {name: confirmation.ratio(top.name, other).goal(targets[name]) for name, other in against.items()}
+    return picks, references, goals
+
+
 def _rate(results: Results, name: str) -> str:
     estimate, low, high = rate_interval(results.rates(name))
     return f"{estimate:,.0f} {results.unit}/s [{low:,.0f}-{high:,.0f}]"
@@ -356,7 +496,8 @@ def knob_findings(
         if not getattr(w, "against", None):
             continue
         r = results.ratio(w.name, w.against)
-        said = f"{w.knob} (`{w.name}`: {r})"
+        setting = next((f"{k}={v}" for k, v in getattr(w, "options", {}).items() if k == w.knob), w.knob)
+        said = f"{setting} (`{w.name}`: {r})"  # the knob's value where it has one: hw_decoder_load=0.0
         if r.low > 1:
             faster.append(said)
         elif r.high < 1:

@@ -414,3 +414,96 @@ def test_the_knobs_chart_says_every_rate_and_its_interval_in_its_alt_text() -> N
         "[19,000-22,000] at batch 1024; pipeline: 27,000 [26,000-28,000] at batch 64, 25,000 "
         "[24,000-26,000] at batch 1024; ceiling 108,000 [107,000-109,000]."
     )
+
+
+def test_the_knob_ways_turn_one_knob_each_against_the_way_without_it() -> None:
+    setup = dataclasses.replace(set_up(), device="gpu")  # a GPU's knobs too: decoding on the CPU, hw load
+    ways = nb03.knob_ways(setup, 64, capture=make, eager=make, pipeline=make, dataloader=make)
+    names = [w.name for w in ways]
+    assert len(names) == len(set(names)), "a way named twice"
+    by_name = {w.name: w for w in ways}
+    big = setup.big
+    # each knob's way against the same way without it, which is a way of the run
+    assert all(w.against in by_name for w in ways if w.against), [w.against for w in ways]
+    assert by_name[f"capture b{big} decode=cpu"].against == f"capture b{big}"
+    assert by_name[f"capture b{big} hw_decoder_load=0.0"].against == f"capture b{big}"
+    assert by_name[f"pipeline b{big} decode=cpu threads=1"].against == f"pipeline b{big} decode=cpu"
+    assert by_name["eager b64"].against == "capture b64" and by_name["eager b64"].knob == "eager mode"
+    most = f"dataloader b{big} workers={setup.workers[-1]}"
+    assert by_name[f"dataloader b{big} workers={setup.workers[-1]} prefetch_factor=4"].against == most
+    cpu = nb03.knob_ways(set_up(), 64, capture=make, eager=make, pipeline=make, dataloader=make)
+    assert not any("hw_decoder_load" in w.name or "decode=cpu" in w.name for w in cpu)  # GPU knobs only
+
+
+def test_the_finalists_are_the_baselines_the_two_best_of_each_kind_and_their_references() -> None:
+    base = way("capture", 64, make, "batch size")
+    ways = [
+        base,
+        way("capture", 1024, make, "batch size", against=base),
+        way("eager", 64, make, "eager mode", against=base),
+        way("pipeline", 64, make, "batch size"),
+        way("pipeline", 1024, make, "batch size"),
+        way("dataloader", 64, make, "workers"),
+    ]
+    knobs = fake({n: RATES[n] for n in [w.name for w in ways]}, ways)
+    baselines, finalists = nb03.finalists(knobs, 64, pipeline=make, ceiling=make)
+    assert baselines == ["eager b64", "capture b64", "pipeline b64"]
+    names = [w.name for w in finalists]
+    assert len(names) == len(set(names))
+    assert set(names) == {
+        "eager b64",
+        "capture b64",
+        "pipeline b64",
+        "capture b1024",
+        "pipeline b1024",
+        "dataloader b64",
+        "ceiling b64",
+        "ceiling b1024",
+    }
+
+
+def test_the_picks_and_goals_compare_the_best_dynamic_way_with_its_references() -> None:
+    results, _, _ = rounds_and_picks()
+    baselines = ["eager b64", "capture b64", "pipeline b64"]
+    targets = {
+        "best dynamic / pipeline mode default": 1.5,
+        "best dynamic / best DataLoader": 2.0,
+        "best dynamic / pipeline mode, same knobs": 0.9,
+        "best dynamic / ceiling": 0.5,
+    }
+    picks, references, goals = nb03.picks_and_goals(results, baselines, make, targets)
+    assert picks["dynamic"].best == "capture b1024" and set(picks) == {"dynamic", "pipeline", "dataloader"}
+    assert references == {
+        "eager": "eager b64",
+        "capture": "capture b64",
+        "pipeline default": "pipeline b64",
+        "same knobs": "pipeline b1024",
+        "ceiling": "ceiling b1024",
+    }
+    same = goals["best dynamic / pipeline mode, same knobs"]
+    assert same["ratio"] == pytest.approx(results.ratio("capture b1024", "pipeline b1024").ratio)
+    assert same["goal"] == 0.9 and set(goals) == set(targets)
+
+
+def test_the_data_checks_refuse_a_loader_that_differs() -> None:
+    images, labels = torch.zeros(4, 1, 2, 2), torch.arange(4)
+    same = {name: Batches([(images, labels)] * 2) for name in ("eager", "capture", "pipeline")}
+    loader = Batches([(images + nb03.GREY_LEVEL / 2, labels)] * 2)  # within a grey level
+    turned = {name: Batches([(images, labels)] * 2) for name in ("eager", "capture")}
+    checks = nb03.data_checks({**same, "DataLoader": loader}, turned, 2)
+    assert list(checks.index.get_level_values(0).unique()) == ["no rotation", "rotated"]
+    off = Batches([(images + 2 * nb03.GREY_LEVEL, labels)] * 2)
+    with pytest.raises(AssertionError, match="more than a grey level apart"):
+        nb03.data_checks({**same, "DataLoader": off}, {"eager": Batches([(images, labels)] * 2)}, 2)
+    bit = {"eager": Batches([(images, labels)] * 2), "capture": Batches([(images + 1e-6, labels)] * 2)}
+    with pytest.raises(AssertionError, match="DALI's loaders gave other pixels"):
+        nb03.data_checks(bit, {"eager": Batches([(images, labels)] * 2)}, 2)
+
+
+def test_a_knob_with_a_value_is_said_with_it() -> None:
+    base = way("capture", 1024, make, "batch size")
+    zero = way("capture", 1024, make, "hw_decoder_load", against=base, hw_decoder_load=0.0)
+    results = fake(
+        {"capture b1024": [100, 101, 99], "capture b1024 hw_decoder_load=0.0": [150, 152, 149]}, [base, zero]
+    )
+    assert "faster with hw_decoder_load=0.0 (`capture b1024 hw_decoder_load=0.0`:" in knob_findings(results)
