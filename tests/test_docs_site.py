@@ -1115,7 +1115,7 @@ NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
     "screens": {"notebooks/03-feeding-pytorch-fast.html": MACHINERY_IN_SIGHT},
     "phone_screens": {
-        f"notebooks/{name}.html": MACHINERY_IN_SIGHT for name in ("03-feeding-pytorch-fast", "07-video-clips")
+        f"notebooks/{name}.html": MACHINERY_IN_SIGHT for name in ("07-video-clips",)
     },
 }
 
