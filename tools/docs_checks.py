@@ -25,16 +25,6 @@ AWAITING_RERUN: dict[str, str] = {
         "issue 47: its bookkeeping cells moved into its lessons module (folded); knob findings name the "
         "knob's value; goal lines and chart judged only on an H200"
     ),
-    "06-checkpoint-resume": (
-        "issue 47, its second reading: the conclusion gives the per-epoch readers' and the checkpoints' "
-        "parts of the resumable capture loop's cost, and a cold new process in the resume's first step; "
-        "the capture resume says epochs count from 0; the cost line says where the estimate lies"
-    ),
-    "02-capture-mode": "issue 47: its goal cell reads its target inline; its advice on provable arguments",
-    "05-photos-at-scale": (
-        "issue 47, its second reading: the recipe warms the learning rate up as DALI's example does (its "
-        "loss rose without it); the answer says what the GPU decoder did with the corrupt file"
-    ),
 }
 
 
