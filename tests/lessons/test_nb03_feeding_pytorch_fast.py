@@ -347,14 +347,19 @@ def test_profile_rows_name_a_module_by_its_package_path_never_the_machines(filen
     assert (_package((filename, 176, "f")) == "DALI (Python side)") == ("nvidia" in filename)
 
 
-def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
+def _capture_knobs() -> list[nb03.LoaderWay]:
+    """capture b64, and two knobs turned against it: a batch of 1024 and eager mode."""
     base = way("capture", 64, make, "batch size")
-    ways = [
+    return [
         base,
         way("capture", 1024, make, "batch size", against=base),
         way("eager", 64, make, "eager mode", against=base),
-        way("capture", 128, make, "batch size", against=base),
     ]
+
+
+def test_the_knob_findings_sort_each_knob_by_its_interval() -> None:
+    ways = _capture_knobs()
+    ways.append(way("capture", 128, make, "batch size", against=ways[0]))
     results = fake(
         {
             "capture b64": [100, 110, 105],
@@ -436,11 +441,8 @@ def test_the_knob_ways_turn_one_knob_each_against_the_way_without_it() -> None:
 
 
 def test_the_finalists_are_the_baselines_the_two_best_of_each_kind_and_their_references() -> None:
-    base = way("capture", 64, make, "batch size")
     ways = [
-        base,
-        way("capture", 1024, make, "batch size", against=base),
-        way("eager", 64, make, "eager mode", against=base),
+        *_capture_knobs(),
         way("pipeline", 64, make, "batch size"),
         way("pipeline", 1024, make, "batch size"),
         way("dataloader", 64, make, "workers"),
