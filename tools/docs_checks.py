@@ -25,6 +25,10 @@ AWAITING_RERUN: dict[str, str] = {
         "issue 47: its bookkeeping cells moved into its lessons module (folded); knob findings name the "
         "knob's value; goal lines and chart judged only on an H200"
     ),
+    "06-checkpoint-resume": (
+        "issue 47: its generated cost line and conclusion reworded (time added to one decimal; the resumable "
+        "loop's parts in sentences of their own); the ratio of its checkpoints alone printed and recorded"
+    ),
 }
 
 
