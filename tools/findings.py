@@ -99,10 +99,10 @@ class Lookup:
             found = found[key]
         return found
 
-    def ratio(self, notebook: str, *keys: str, shown: bool = True, beside_goal: bool = False) -> Ratio:
+    def ratio(self, notebook: str, *keys: str, shown: bool = True, against: tuple[float, ...] = ()) -> Ratio:
         """The ratio at ``results.<keys>``, with its 95% interval; ``shown=False`` for one that
-        only decides a wording (another sentence shows it); ``beside_goal``: a goal's ratio that the
-        sentence shows beside its goal (``ratio.shown_against(goal)``, :attr:`Figure.shown`)."""
+        only decides a wording (another sentence shows it); ``against``: values the sentence shows
+        its bounds beside (``ratio.shown_against(*against)``, :attr:`Figure.shown`), such as its goal."""
         found = self.value(notebook, "results", *keys)
         if not isinstance(found, dict) or not {"ratio", "ci95"} <= set(found):
             raise ValueError(
@@ -112,7 +112,6 @@ class Lookup:
         low, high = found["ci95"]
         count = int(found.get("trials", found.get("launches", 0)))
         ratio = Ratio(float(found["ratio"]), float(low), float(high), count, paired=True)
-        against = (float(found["goal"]),) if beside_goal else ()
         figure = Figure(notebook, keys, self.chosen[notebook].path, ratio, against)
         if shown and figure.shown not in {f.shown for f in self.figures if f.notebook == notebook}:
             self.figures.append(figure)
@@ -233,15 +232,15 @@ def _photos(get: Lookup) -> list[str]:
         get.ratio(NB05, "goals", R50 + against)
         for against in ("best DataLoader", "pipeline mode, same knobs")
     )
-    ceiling = get.ratio(NB05, "goals", R50 + "ceiling", beside_goal=True)  # 0.973x [0.968-0.978] by 0.97
-    reaching = ceiling.shown_against(get.value(NB05, "results", "goals", R50 + "ceiling", "goal"))
+    goal = float(get.value(NB05, "results", "goals", R50 + "ceiling", "goal"))  # its bounds shown beside it
+    ceiling = get.ratio(NB05, "goals", R50 + "ceiling", against=(goal,))
     cpu = get.ratio(NB05, "goals", "cpu: DataLoader / dynamic mode, CPU time per image")
     size = get.value(NB05, "parameters", "image_size")
     at = _dynamic_at(get, NB05, "capture", "the knob selection")
     capture = "the best capture loop" if at == "at its best" else "the picked capture loop"
     return [
         f"feeding ResNet-50 ({size}px crops), dynamic mode {at} was {versus(loader, LOADER)} "
-        f"and {versus(same, SAME_KNOBS)}, reaching {reaching} of training alone.",
+        f"and {versus(same, SAME_KNOBS)}, reaching {ceiling.shown_against(goal)} of training alone.",
         "Alone, PIL in the DataLoader used "
         + versus(cpu, capture, faster="more CPU time per image than", slower="less CPU time per image than")
         + ('; the capture loop decoded with `device="gpu"`.' if get.record(NB05).has_gpu else "."),
