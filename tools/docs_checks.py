@@ -25,6 +25,18 @@ AWAITING_RERUN: dict[str, str] = {
         "issue 47: its bookkeeping cells moved into its lessons module (folded); knob findings name the "
         "knob's value; goal lines and chart judged only on an H200"
     ),
+    "06-checkpoint-resume": (
+        "issue 47: its generated cost line and conclusion reworded (time added to one decimal; the resumable "
+        "loop's parts in sentences of their own); the ratio of its checkpoints alone printed and recorded"
+    ),
+    "02-capture-mode": (
+        "issue 47: the capture guard's advice says what section 2 shows and which arguments take "
+        "literals only; the equality goal's line is judged only on an H200"
+    ),
+    "05-photos-at-scale": (
+        "issue 47: the answer's goal ratios printed beside their goals, its CPU time the table's; the "
+        "picks with their ways' names in backticks; check_decodable says what the GPU decoder does"
+    ),
 }
 
 

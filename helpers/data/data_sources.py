@@ -198,10 +198,16 @@ class ImageFolder:
         return batch_size
 
 
-def _unreadable(file: Path, reason: str) -> DataSourceError:
-    return DataSourceError(
-        f"{file} is not a readable image ({reason}). DALI fails the whole batch that holds it. "
-        "Remove or replace that file.")
+# What DALI 2.4 does with a file that only a full decode finds broken (a truncated JPEG): on the CPU
+# it fails the batch, on the GPU it may return an image (docs/pages/dali-behaviour.md, section 8)
+DECODED_BROKEN = ("Decoding on the CPU, DALI fails the whole batch that holds {one}; decoding on the GPU, "
+                  "DALI 2.4 may return an image for {it} without an error.")
+
+
+def _unreadable(file: Path, reason: str, *, decoded: bool = False) -> DataSourceError:
+    """A file's error; ``decoded``: found by a full decode (its header was an image's)."""
+    what = DECODED_BROKEN.format(one="it", it="it") if decoded else "DALI fails the whole batch that holds it."
+    return DataSourceError(f"{file} is not a readable image ({reason}). {what} Remove or replace that file.")
 
 
 def _header_problem(path: str) -> str | None:
@@ -284,10 +290,9 @@ def check_decodable(files: Iterable[str | Path]) -> None:
         except (UnidentifiedImageError, OSError, SyntaxError) as err:
             broken.append((file, f"{type(err).__name__}: {err}"))
     if len(broken) == 1:
-        raise _unreadable(*broken[0])
+        raise _unreadable(*broken[0], decoded=True)
     if broken:
         raise DataSourceError(
             f"{len(broken)} files are not readable images: "
             + "; ".join(f"{file} ({reason})" for file, reason in broken)
-            + ". DALI fails the whole batch that holds one. Remove or "
-            "replace those files.")
+            + f". {DECODED_BROKEN.format(one='one', it='each')} Remove or replace those files.")

@@ -20,6 +20,7 @@ from helpers.data.registry import GOALS_GPU
 from helpers.data.registry import judges_goals
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import Record
+from helpers.toolkit.benchmarking import unjudged
 from helpers.toolkit.benchmarking import versus
 from helpers.toolkit.devices import resolve_device
 from helpers.toolkit.devices import skip_message
@@ -223,12 +224,14 @@ def equality_goal(losses: Mapping[str, Sequence[float]], accuracies: Mapping[str
     }
 
 
-def equality_line(equality: Mapping[str, Any]) -> str:
-    accuracy = equality["test_accuracy"]
+def equality_line(equality: Mapping[str, Any], *, judged: bool = True) -> str:
+    """The equality goal's line, as ``goal_lines`` prints a ratio's: a run that does not judge the
+    goals (``judged`` False: not an H200, ``registry.judges_goals``) says so."""
+    accuracy, verdict = equality["test_accuracy"], equality["verdict"]
     return (
         f"{equality['name']}: largest gap in an epoch's mean loss "
         f"{equality['largest_epoch_loss_gap']:.1e}, held-out accuracy {accuracy['eager']:.2%} "
-        f"(eager) and {accuracy['capture']:.2%} (capture): {equality['verdict']}"
+        f"(eager) and {accuracy['capture']:.2%} (capture): {verdict if judged else unjudged(verdict)}"
     )
 
 

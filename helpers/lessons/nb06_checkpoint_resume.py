@@ -59,28 +59,29 @@ NOTEBOOK = "06-checkpoint-resume.ipynb"
 SCRIPT = REPO_ROOT / "notebooks" / "scripts" / "train_resumable.py"
 STEP_LINE = re.compile(r"rank (\d+) pid (\d+) step (\d+)")
 SAID = re.compile(r"(eager|capture|capture-plain): |resum|skipped |error ")  # the script's own lines
-# what the benchmark compares: its label, and the two ways of the ratio
+# what the benchmark compares: its label, and the two ways of the ratio (each printed by the cost report and
+# kept in the record's ratios)
 COMPARISONS = {
     "capture, epoch readers / capture": ("capture, epoch readers", "capture"),
     "capture, epoch readers + checkpoints / capture": ("capture, epoch readers + checkpoints", "capture"),
+    "capture, epoch readers + checkpoints / capture, epoch readers": (
+        "capture, epoch readers + checkpoints",
+        "capture, epoch readers",
+    ),
     "capture, epoch readers + checkpoints / eager + checkpoints": (
         "capture, epoch readers + checkpoints",
         "eager + checkpoints",
     ),
     "eager + checkpoints / eager": ("eager + checkpoints", "eager"),
 }
-HEADLINE_RATIOS = dict(
-    zip(
-        (
-            "epoch_readers_over_capture",
-            "resumable_capture_over_capture",
-            "resumable_capture_over_eager_checkpoints",
-            "eager_checkpoints_over_eager",
-        ),
-        COMPARISONS,
-        strict=True,
-    )
-)
+# the record's headline ratios, each of its comparison (the checkpoints within the epoch readers' loop
+# are in the record's ratios only: records before it lack them)
+HEADLINE_RATIOS = {
+    "epoch_readers_over_capture": "capture, epoch readers / capture",
+    "resumable_capture_over_capture": "capture, epoch readers + checkpoints / capture",
+    "resumable_capture_over_eager_checkpoints": "capture, epoch readers + checkpoints / eager + checkpoints",
+    "eager_checkpoints_over_eager": "eager + checkpoints / eager",
+}
 
 
 def load_script() -> ModuleType:
@@ -780,8 +781,8 @@ def costs(
     checkpoints`` trainer); for each resume (``resumes``: the script's ``resumed`` results by
     name) the time its ``restore()`` took and the time until its first step was done (DALI
     applies a reader's state at the reader's first batch); and what a checkpoint every ``every``
-    steps adds to those steps, estimated from medians (the ratio ``eager + checkpoints / eager``
-    measures it directly)."""
+    steps adds to those steps, estimated from the median write and eager's mean step (from its
+    geometric-mean rate; the ratio ``eager + checkpoints / eager`` measures it directly)."""
     step_s = batch_size / bench.estimate("eager")[0]
     write = summarize([w * 1000 for w in writes])
     return {
@@ -817,24 +818,45 @@ def cost_lines(cost: Mapping[str, Any], direct: Ratio, processes: int) -> list[s
             f"done after {r['to_first_step_ms']:7.1f} ms"
             for name, r in cost["resumes"].items()
         ),
-        f"a step: {cost['step_ms']:.1f} ms (eager, from its rate); estimated from medians, one "
-        f"checkpoint every {cost['every']} steps adds {cost['share_of_steps']:.1%} to their time; "
-        f"measured directly, eager + checkpoints / eager: {direct}" + _outside(cost, direct),
+        f"a step: {cost['step_ms']:.1f} ms (eager, from its mean rate); estimated from the median write "
+        f"and eager's mean step, one checkpoint every {cost['every']} steps adds "
+        f"{_percent(cost['share_of_steps'])} to their time; measured directly, eager + checkpoints / "
+        f"eager: {direct}" + _outside(cost, direct),
         f"size of a {processes}-rank checkpoint: {cost['bytes'] / 1e6:.2f} MB",
     ]
 
 
+def _percent(share: float) -> str:
+    """A share of the time, as the cost line prints it: a percent to one decimal."""
+    return f"{share * 100:.1f}%".replace("-0.0%", "0.0%")
+
+
+def _time_added(low: float, high: float) -> str:
+    """An interval of time added (shares, ``low`` to ``high``), said as more or less time, by its
+    bounds as printed."""
+    shown_low, shown_high = (float(_percent(v)[:-1]) for v in (low, high))
+    if shown_low >= 0:
+        return f"{_percent(low)} to {_percent(high)} more time"
+    if shown_high <= 0:
+        return f"{_percent(-high)} to {_percent(-low)} less time"
+    return f"{_percent(-low)} less to {_percent(high)} more time"
+
+
 def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
-    """Whether the estimate from the writes lies outside the direct measurement's interval (a
-    slowdown of ``1 / ratio - 1`` of the time)."""
-    added = (1 / direct.high - 1, 1 / direct.low - 1)  # the interval, as time added
-    if added[0] <= cost["share_of_steps"] <= added[1]:
-        return f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes' estimate lies within it)"
-    return (
-        f" (that is {added[0]:.0%} to {added[1]:.0%} more time: the writes alone do not account for it)"
-        if cost["share_of_steps"] < added[0]
-        else f" (that is {added[0]:.0%} to {added[1]:.0%} more time: less than the writes' estimate)"
-    )
+    """Where the writes' estimate (a point: the median write over ``every`` of eager's mean steps)
+    lies against the direct measurement's interval, said as time added (a slowdown of ``1 / ratio -
+    1``): below it, within it or above it, each compared as printed (one decimal of a percent), and
+    worded as what this run shows."""
+    low, high = 1 / direct.high - 1, 1 / direct.low - 1
+    shown = {name: float(_percent(v)[:-1]) for name, v in (("low", low), ("high", high))}
+    estimate = float(_percent(cost["share_of_steps"])[:-1])
+    if estimate < shown["low"]:
+        where = "the writes' estimate lies below it; something besides the writes may add the rest"
+    elif estimate > shown["high"]:
+        where = "the writes' estimate lies above it; the steps may have lost less time than the writes took"
+    else:
+        where = "the writes' estimate lies within it"
+    return f" (that is {_time_added(low, high)}: {where})"
 
 
 def reader_states(script: ModuleType, checkpoint: Path, processes: int) -> list[str]:
@@ -866,28 +888,43 @@ def epoch_cost(bench: Any, slower: str, faster: str) -> tuple[int, float] | None
     return int(steps), seconds
 
 
-def _per_epoch(bench: Any, resumable: Ratio) -> str:
-    """Resumable capture against capture with one reader, for epochs of this run's length, then
-    its two parts: a reader per epoch without checkpoints against one reader, and the checkpoints
-    against the same loop without them. One epoch length: it does not say how the part paid once
-    an epoch (a new reader, trace and pipeline) changes with an epoch's length."""
-    said = versus(resumable, "capture mode with one reader and no checkpoints")
+def _side(r: Ratio) -> str | None:
+    """The side of 1 that a ratio's 95% interval lies on (as :func:`versus` words it), or None."""
+    return "faster" if r.low > 1 else "slower" if r.high < 1 else None
+
+
+def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
+    """Resumable capture against capture with one reader, over epochs of this run's length (and the
+    time an epoch added, from the mean rates); then its two parts: a reader per epoch without
+    checkpoints against one reader, and that loop with checkpoints added against it without them;
+    then what one epoch length leaves open (a cost paid once an epoch is the same for a longer
+    epoch, but a smaller share of its time); last, resumable capture against eager mode with
+    checkpoints. ``r``: the ratios of ``COMPARISONS`` by label; each comparison worded by
+    :func:`versus`."""
+    resumable = r["capture, epoch readers + checkpoints / capture"]
+    readers = r["capture, epoch readers / capture"]
+    checkpoints = r["capture, epoch readers + checkpoints / capture, epoch readers"]
+    eager = r["capture, epoch readers + checkpoints / eager + checkpoints"]
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
-    readers = bench.ratio("capture, epoch readers", "capture")
-    checkpoints = bench.ratio("capture, epoch readers + checkpoints", "capture, epoch readers")
-    unsplit = (
-        f"a reader per epoch alone made it {versus(readers, 'capture mode with one reader')}, and the "
-        f"checkpoints then made it {versus(checkpoints, 'the same loop without them')}; at one epoch "
-        "length, this run does not say how the part paid once an epoch (a new reader, trace and "
-        "pipeline) changes with an epoch's length"
-    )
+    once = "the once-an-epoch cost (a new reader, trace and pipeline) is a smaller share of each epoch"
     if found is None:
-        return f"**{said}** over this run's epochs: {unsplit}"
-    steps, seconds = found
-    change = (
-        f"about {seconds:.2f} s more an epoch" if seconds > 0 else f"about {-seconds:.2f} s less an epoch"
+        over = "over this run's epochs"
+        length = f"This run's trials do not say one epoch length; with longer epochs, {once}."
+    else:
+        steps, seconds = found
+        more = "more" if seconds > 0 else "less"
+        over = (
+            f"over epochs of {steps} steps, about {abs(seconds):.2f} s {more} an epoch (from the mean rates)"
+        )
+        length = f"This run times one epoch length: with longer epochs, {once}."
+    already = "already " if _side(readers) is not None and _side(readers) == _side(resumable) else ""
+    return (
+        "Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture mode was "
+        f"**{versus(resumable, 'capture mode with one reader and no checkpoints')}** {over}. A reader per "
+        f"epoch without checkpoints was {already}{versus(readers, 'capture mode with one reader')}; with "
+        f"checkpoints added, the loop was {versus(checkpoints, 'the same loop without them')}. {length} "
+        f"The resumable capture loop was **{versus(eager, 'eager mode with checkpoints')}**."
     )
-    return f"**{said}** over epochs of {steps} steps, {change} (from the mean rates): {unsplit}"
 
 
 def _said(check: Mapping[str, Any]) -> str:
@@ -927,12 +964,7 @@ def conclusion(
         f"so a resumed run's first step was done {_first_steps(cost)} after its restore began. "
         f"With a checkpoint every {cost['every']} steps, "
         f"eager mode was **{versus(r['eager + checkpoints / eager'], 'eager mode without them')}**.",
-        f"Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture "
-        f"mode was {_per_epoch(bench, resumable)}; it was **"
-        + versus(
-            r["capture, epoch readers + checkpoints / eager + checkpoints"], "eager mode with checkpoints"
-        )
-        + "**.",
+        _resumable_capture(bench, r),
     ]
     versus_eager = r["capture, epoch readers + checkpoints / eager + checkpoints"]
     eager = "checkpoint eager loops with DALI's `Checkpoint` inside a durable checkpoint of your own"

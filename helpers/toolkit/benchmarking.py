@@ -222,12 +222,15 @@ def versus(
     faster: str = "faster than",
     slower: str = "slower than",
     same: str = "not distinguishable from",
+    against: Sequence[float] = (),
 ) -> str:
     """The one wording of a comparison that follows its interval: ``faster`` when the whole
     interval is above 1, ``slower`` when it is below, otherwise ``same`` (not distinguishable;
-    the ratio and its interval follow in each case; an empty ``reference``: the words alone)."""
+    the ratio and its interval follow in each case, with the decimals that keep each bound on its
+    side of 1 and of ``against``, a goal: :meth:`Ratio.shown_against`; an empty ``reference``:
+    the words alone)."""
     words = faster if r.low > 1 else slower if r.high < 1 else same
-    return " ".join(filter(None, (words, reference, f"({r})")))
+    return " ".join(filter(None, (words, reference, f"({r.shown_against(*against)})")))
 
 
 def rate_interval(values: Sequence[float]) -> tuple[float, float, float]:

@@ -35,9 +35,12 @@ WHAT_TO_DO = (
     "or tuple of constants written in the call, a DALI constant, or a name assigned once inside "
     "the function to a tuple (bind a tuple: `size = (64, 64)`, not `size = [64, 64]`); wrap in "
     "ndd.capture.invariant(...) what capture mode cannot prove: a global, an attribute, a "
-    "function's result. "
+    "function's result. Some arguments take a literal only: in DALI 2.4.0, `squeeze`'s `axes` and "
+    "`normalize`'s `mean` and `stddev` fail with ndd.capture.invariant(...) too. "
     "An operator whose input is the output of an eager one is eager too: fix the first one. "
-    "Notebook 02, 'The capture rules, seen in action', shows each rule."
+    "Notebook 02, 'The capture rules, seen in action', shows a global in `range=` running its "
+    "operator eagerly and ndd.capture.invariant(...) fixing it, and globals in `device=` and "
+    "`batch_size=` that stop nothing."
 )
 
 

@@ -185,6 +185,16 @@ class Pick:
         others = "; ".join(f"{name}: {r} of it" for name, r in self.ties.items())
         return f"a tie: {self.best}, and {others}"
 
+    def described(self) -> str:
+        """The pick in words that keep each way's name whole (a name may hold commas: in
+        backticks), the best named as such and each rival with its ratio to the best:
+        ``a tie: `b` (the highest mean) and `a` at 0.97x [0.85-1.10] of it``. (``str(pick)`` keeps
+        the older wording, without backticks, that notebooks 01, 03 and 07 print.)"""
+        if self.clear:
+            return f"`{self.best}` (ahead of every other by its interval)"
+        named = [f"`{self.best}` (the highest mean)", *(f"`{n}` at {r} of it" for n, r in self.ties.items())]
+        return f"a tie: {', '.join(named[:-1])} and {named[-1]}"
+
 
 @dataclass
 class Results:
@@ -218,6 +228,13 @@ class Results:
         """One figure of each of the way's trials that has it (``"cpu_s"``, ``"nvdec_pct"``...)."""
         self.way(name)
         return [v for t in self.trials[name] if (v := t.as_dict().get(key)) is not None]
+
+    def cpu_per_1000(self, name: str) -> float:
+        """The way's CPU seconds per 1,000 ``unit`` over all its trials (their CPU time over their
+        samples, pooled): the table's ``CPU s / 1,000`` column, unrounded."""
+        self.way(name)
+        trials = self.trials[name]
+        return 1000 * sum(t.cpu_s for t in trials) / sum(t.samples for t in trials)
 
     def estimate(self, name: str) -> tuple[float, float, float]:
         """The way's rate: geometric mean over its trials, with its 95% interval."""
@@ -255,12 +272,7 @@ class Results:
                 "95% interval": f"{low:,.{decimals}f}-{high:,.{decimals}f}",
                 "CV %": round(100 * spread["cv"], 1),
                 "noisy": "yes" if spread["noisy"] else "",
-                f"CPU s / 1,000 {self.unit}": round(
-                    1000
-                    * sum(t.cpu_s for t in self.trials[way.name])
-                    / sum(t.samples for t in self.trials[way.name]),
-                    2,
-                ),
+                f"CPU s / 1,000 {self.unit}": round(self.cpu_per_1000(way.name), 2),
             }
             if any(t.waited_s for t in self.trials[way.name]) and self.fed:
                 row["waiting %"] = round(100 * statistics.fmean(t.waiting for t in self.trials[way.name]), 1)

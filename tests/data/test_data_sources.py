@@ -201,6 +201,32 @@ def test_check_decodable_names_every_broken_file(truncated: tuple[Path, Path]) -
     message = str(error.value)
     assert message.startswith("2 files are not readable images")
     assert str(victim) in message and str(other) in message and message.count(".jpg") == 2
+    assert message.endswith(
+        "Decoding on the CPU, DALI fails the whole batch that holds one; decoding on the GPU, DALI 2.4 "
+        "may return an image for each without an error. Remove or replace those files."
+    )
+
+
+@pytest.mark.parametrize("damage", ["not-an-image", "truncated"])
+def test_a_broken_file_says_what_dali_does_with_it_on_each_device(
+    damage: str, truncated: tuple[Path, Path]
+) -> None:
+    """A file that only a full decode finds broken (a truncated JPEG): DALI fails its batch on the
+    CPU, and on the GPU may return an image without an error (notebook 05's H200 runs; DALI 2.4
+    behaviour 8): its message says both, so that it reads true beside either decoder's outcome.
+    A header that is no image's keeps the plain sentence."""
+    folder, victim = truncated
+    if damage == "not-an-image":
+        victim.write_bytes(b"<html>oops</html>")
+    with pytest.raises(DataSourceError) as error:
+        check_image_folder(folder)
+    message = str(error.value)
+    decoded = (
+        "Decoding on the CPU, DALI fails the whole batch that holds it; decoding on the GPU, DALI 2.4 "
+        "may return an image for it without an error. Remove or replace that file."
+    )
+    plain = "DALI fails the whole batch that holds it. Remove or replace that file."
+    assert message.endswith(decoded if damage == "truncated" else plain), message
 
 
 def test_photo_set_is_built_on_first_use_one_folder_a_size(tmp_path: Path, capsys) -> None:

@@ -14,10 +14,12 @@ from fakes import fake_results
 
 from helpers.data.data_sources import locate_data
 from helpers.data.paths import REPO_ROOT
+from helpers.data.registry import GOALS_GPU
 from helpers.data.results_file import NotebookResults
 from helpers.lessons import nb02_capture_mode as capture_mode
 from helpers.toolkit.benchmarking import Ratio
 from helpers.toolkit.benchmarking import Record
+from helpers.toolkit.benchmarking import goal_lines
 from helpers.toolkit.benchmarking import save_results
 from helpers.toolkit.harness import Results
 from helpers.toolkit.harness import Trial
@@ -115,6 +117,18 @@ def test_the_equality_goal_is_met_only_with_the_same_losses_and_accuracy() -> No
     goal = capture_mode.equality_goal(apart, {"eager": 0.9, "capture": 0.9})
     assert goal["verdict"] == "not met" and goal["largest_epoch_loss_gap"] == pytest.approx(0.01)
     assert capture_mode.equality_line(goal).endswith(": not met")
+
+
+def test_the_equality_line_is_judged_as_the_goal_lines_are() -> None:
+    """On a machine that does not judge the goals (``judged`` False), the equality goal's line
+    says so, in ``goal_lines``' words; judged (the default), its verdict alone."""
+    losses = {"eager": [1.0, 0.5], "capture": [1.0, 0.5]}
+    goal = capture_mode.equality_goal(losses, {"eager": 0.9, "capture": 0.9})
+    assert capture_mode.equality_line(goal).endswith("(capture): met")
+    assert capture_mode.equality_line(goal, judged=True) == capture_mode.equality_line(goal)
+    said = f": met on this machine, not judged (the goals are stated for an {GOALS_GPU})"
+    assert capture_mode.equality_line(goal, judged=False).endswith(f"(capture){said}")
+    assert next(goal_lines({"g": Ratio(1.8, 1.7, 1.9, 5, True).goal(1.6)}, judged=False)).endswith(said)
 
 
 def test_the_goal_note_judges_only_on_an_h200() -> None:

@@ -218,6 +218,14 @@ def _visible_code(cell) -> bool:
     return cell.cell_type == "code" and not cell.metadata.get("jupyter", {}).get("source_hidden")
 
 
+def test_the_goal_cell_judges_the_equality_goal_as_it_judges_the_others() -> None:
+    """Off an H200, the goal lines say that they are not judged: the equality goal's line too."""
+    cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    (goal_cell,) = [c for c in cells if "goal_lines(" in c]
+    assert "goal_lines(goals, judged=judged)" in goal_cell
+    assert "equality_line(equality, judged=judged)" in goal_cell
+
+
 def test_the_notebook_opens_with_its_lesson_and_keeps_its_cells_short() -> None:
     """Under the title (and its generated bottom line), at most 110 words, then the first visible
     code: a capture loop under a guard that prints what it captured, before the parameters. No

@@ -11,6 +11,7 @@ import shutil
 import statistics
 from pathlib import Path
 
+import nbformat
 import pytest
 from conftest import check_goal
 from conftest import check_steady
@@ -212,6 +213,15 @@ def test_cpu_time_counts_the_dataloader_workers(document) -> None:
     assert statistics.fmean(1000 * t.cpu_s / t.samples for t in loader) > 1.0
     for run in fed.values():
         assert all(t.waiting < 0.05 for t in run.trials[roles["ceiling"]])
+
+
+def test_the_picks_are_printed_with_each_ways_name_whole() -> None:
+    """A way's name holds commas (`capture, threads 4, hw_decoder_load 1`): the cell that picks the
+    knobs prints each pick with ``Pick.described`` (names in backticks, the best named), not
+    ``str(pick)``."""
+    cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    (picking,) = [c for c in cells if "selection.pick(" in c]
+    assert "{pick.described()}" in picking and "{pick}" not in picking
 
 
 @pytest.mark.notebook

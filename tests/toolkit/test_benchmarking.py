@@ -177,3 +177,12 @@ def test_a_ratio_beside_a_goal_keeps_its_bounds_on_their_side_of_the_goal() -> N
     assert str(r) == "1.73x [1.60-1.87]"  # beside 1 only: two decimals
     assert r.shown_against(1.6) == "1.729x [1.598-1.871]"  # 1.598 must not read as 1.60, the goal
     assert r.shown_against(1.5) == str(r)
+
+
+def test_a_comparison_beside_a_goal_prints_the_bounds_the_goal_needs() -> None:
+    """``versus(..., against=...)``: the same words, the interval with the decimals that keep each
+    bound on its side of the goal (notebook 05's 0.973x [0.968-0.978] for a goal of 0.97)."""
+    r = Ratio(0.9728, 0.9678, 0.9778, 7, True)
+    assert versus(r, "training alone") == "slower than training alone (0.97x [0.97-0.98])"
+    assert versus(r, "training alone", against=(0.97,)) == "slower than training alone (0.973x [0.968-0.978])"
+    assert versus(r, "training alone", against=(0.5,)) == versus(r, "training alone")

@@ -103,3 +103,16 @@ def test_without_the_private_api_the_loop_runs_with_a_warning(lmdb_path, monkeyp
         guard, steps = run(lmdb_path, with_globals)
     assert steps == [1000 // BATCH] and not guard.checked
     assert str(guard) == "with_globals: not checked"
+
+
+def test_the_advice_says_what_notebook_02_shows_and_which_arguments_take_literals_only():
+    """The advice points to notebook 02's section for what it shows (a global stopping a capture,
+    ndd.capture.invariant fixing it, globals that stop nothing), not for "each rule"; and it says
+    that ndd.capture.invariant is no way out where DALI 2.4.0 takes a literal only (DALI 2.4
+    behaviour 14: ``squeeze``'s ``axes``, ``normalize``'s ``mean`` and ``stddev``)."""
+    advice = capture_guard.WHAT_TO_DO
+    assert "shows each rule" not in advice
+    assert "Some arguments take a literal only: in DALI 2.4.0, `squeeze`'s `axes` and `normalize`'s" in advice
+    assert "`mean` and `stddev` fail with ndd.capture.invariant(...) too" in advice
+    assert "shows a global in `range=` running its operator eagerly and ndd.capture.invariant(...)" in advice
+    assert "globals in `device=` and `batch_size=` that stop nothing" in advice

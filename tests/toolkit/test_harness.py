@@ -17,6 +17,7 @@ from helpers.data.results_file import RESULTS_FOLDER_VARIABLE
 from helpers.toolkit.benchmarking import ratio
 from helpers.toolkit.harness import Harness
 from helpers.toolkit.harness import Results
+from helpers.toolkit.harness import Trial
 from helpers.toolkit.harness import Way
 from helpers.toolkit.harness import fold
 from helpers.toolkit.harness import folded
@@ -136,6 +137,42 @@ def test_ratios_pair_rounds_and_picks_follow_the_interval():
     assert clear.best == "b" and clear.clear and "ahead of every other" in str(clear)
     tie = results.pick()
     assert tie.best == "c" and list(tie.ties) == ["b"] and str(tie).startswith("a tie: c, and b:")
+
+
+def test_a_pick_described_keeps_names_with_commas_whole_and_names_the_best():
+    """``Pick.described``: each way's name in backticks (notebook 05's hold commas: ``capture,
+    threads 4``), the best said to be the highest mean, each rival with its ratio to the best."""
+    results = fake(
+        {
+            "capture, threads 4, hw_decoder_load 1": [300, 330, 310, 305],
+            "capture, threads 4": [290, 335, 300, 310],
+            "capture, threads 8": [320, 300, 330, 280],
+            "capture, threads 2": [100, 101, 99, 100],
+        }
+    )
+    best, four, eight = "capture, threads 4, hw_decoder_load 1", "capture, threads 4", "capture, threads 8"
+    tie = results.pick([best, four, eight])
+    assert tie.best == best and list(tie.ties) == [four, eight]
+    assert tie.described() == (
+        f"a tie: `{best}` (the highest mean), `{four}` at {tie.ties[four]} of it and "
+        f"`{eight}` at {tie.ties[eight]} of it"
+    )
+    two = results.pick([best, four])
+    assert two.described() == f"a tie: `{best}` (the highest mean) and `{four}` at {two.ties[four]} of it"
+    clear = results.pick([best, "capture, threads 2"])
+    assert clear.described() == f"`{best}` (ahead of every other by its interval)"
+    assert str(clear) == f"{best} (ahead of every other by its interval)"  # what 01, 03 and 07 print
+
+
+def test_the_cpu_time_per_1000_pools_every_trial_as_the_table_shows_it():
+    """``Results.cpu_per_1000``: all the trials' CPU time over all their samples, the table's
+    column unrounded; not the mean of each trial's figure, which weighs a short trial as a long one."""
+    trials = [Trial(1000, 1.0, 0.0, 0.1), Trial(3000, 3.0, 0.0, 0.15)]  # 0.10 and 0.05 s per 1,000
+    results = Results("alone", "images", [Way("a", lambda: None)], {"a": trials})
+    assert results.cpu_per_1000("a") == pytest.approx(1000 * 0.25 / 4000)  # 0.0625, not 0.075
+    assert results.table().loc["a", "CPU s / 1,000 images"] == round(results.cpu_per_1000("a"), 2)
+    with pytest.raises(KeyError, match="no way named 'b'"):
+        results.cpu_per_1000("b")
 
 
 def test_the_table_shows_rates_with_intervals_and_the_hardware_where_read():
