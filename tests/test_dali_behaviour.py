@@ -550,3 +550,56 @@ def test_squeeze_takes_a_literal_axes_from_a_file(lmdb, tmp_path: Path) -> None:
     assert _squeezed(lmdb, tmp_path, "0", from_a_file=True) == "(4,)", changed(
         "helpers.toolkit.distributed.preprocess, tools.recipes.run and tests/notebooks/test_nb06.py"
     )
+
+
+NORMALIZE_SHAPE = "param_shape[i] == 1 || param_shape[i] == in_shape[i]"  # DALI 2.4.0's assertion
+SCALAR_MEAN = 1.0  # module-level names: the source analysis does not prove them constant
+ROWS_MEAN = np.ones((1, 1), dtype=np.float32)  # an extent per dimension of the 2-D samples below
+ROWS = [np.arange(6, dtype=np.float32).reshape(2, 3)] * 2
+
+# each call written where it runs: the source analysis reads the call's own line
+NORMALIZE_CALLS: dict[str, Callable[[object], object]] = {
+    "scalar literal": lambda rows: ndd.normalize(rows, mean=1.0, stddev=2.0),
+    "scalar, module-level name": lambda rows: ndd.normalize(rows, mean=SCALAR_MEAN, stddev=2.0),
+    "scalar, ndd.capture.invariant": lambda rows: ndd.normalize(
+        rows, mean=ndd.capture.invariant(1.0), stddev=2.0
+    ),
+    "extent per dimension, module-level name": lambda rows: ndd.normalize(rows, mean=ROWS_MEAN, stddev=2.0),
+    "extent per dimension, ndd.capture.invariant": lambda rows: ndd.normalize(
+        rows, mean=ndd.capture.invariant(ROWS_MEAN), stddev=2.0
+    ),
+}
+
+
+def _normalized(how: str) -> np.ndarray:
+    return np.asarray(NORMALIZE_CALLS[how](ndd.batch(ROWS)).torch())  # type: ignore[attr-defined]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="DALI 2.4.0: a scalar mean that the source analysis does not prove constant goes per call, "
+    "where normalize needs an extent per input dimension (docs/pages/dali-behaviour.md, section 14)",
+)
+@pytest.mark.parametrize("how", ["scalar, module-level name", "scalar, ndd.capture.invariant"])
+def test_normalize_takes_a_scalar_mean_it_cannot_prove_constant(how: str) -> None:
+    try:
+        _normalized(how)
+    except RuntimeError as error:
+        cause: BaseException = error
+        while cause.__cause__ is not None:  # DALI's own message is the first cause
+            cause = cause.__cause__
+        if NORMALIZE_SHAPE not in str(cause):
+            pytest.fail(f"normalize failed otherwise: {cause}")
+        raise
+
+
+@pytest.mark.parametrize(
+    "how", ["extent per dimension, module-level name", "extent per dimension, ndd.capture.invariant"]
+)
+def test_normalize_takes_a_mean_with_an_extent_per_input_dimension(how: str) -> None:
+    """Section 14: a mean that goes per call works when it has the input's dimensions (extent 1 or
+    the input's), as a global or wrapped in ndd.capture.invariant, equal to the scalar literal."""
+    assert np.array_equal(_normalized(how), _normalized("scalar literal")), changed(
+        "docs/pages/dali-behaviour.md, section 14"
+    )

@@ -105,14 +105,16 @@ def test_without_the_private_api_the_loop_runs_with_a_warning(lmdb_path, monkeyp
     assert str(guard) == "with_globals: not checked"
 
 
-def test_the_advice_says_what_notebook_02_shows_and_which_arguments_take_literals_only():
+def test_the_advice_says_what_notebook_02_shows_and_which_arguments_fail_wrapped():
     """The advice points to notebook 02's section for what it shows (a global stopping a capture,
     ndd.capture.invariant fixing it, globals that stop nothing), not for "each rule"; and it says
-    that ndd.capture.invariant is no way out where DALI 2.4.0 takes a literal only (DALI 2.4
-    behaviour 14: ``squeeze``'s ``axes``, ``normalize``'s ``mean`` and ``stddev``)."""
+    where ndd.capture.invariant is no way out in DALI 2.4.0 (DALI 2.4 behaviour 14: ``squeeze``'s
+    ``axes``; ``normalize``'s ``mean`` and ``stddev`` as scalars, not as arrays of the input's
+    dimensions, tests/test_dali_behaviour.py)."""
     advice = capture_guard.WHAT_TO_DO
     assert "shows each rule" not in advice
-    assert "Some arguments take a literal only: in DALI 2.4.0, `squeeze`'s `axes` and `normalize`'s" in advice
-    assert "`mean` and `stddev` fail with ndd.capture.invariant(...) too" in advice
+    assert "In DALI 2.4.0 some fail wrapped too: `squeeze`'s `axes`, and `normalize`'s" in advice
+    assert "`mean` and `stddev` as scalars (an array with the input's dimensions works)" in advice
+    assert "literals, or names bound once in the function" in advice
     assert "shows a global in `range=` running its operator eagerly and ndd.capture.invariant(...)" in advice
     assert "globals in `device=` and `batch_size=` that stop nothing" in advice
