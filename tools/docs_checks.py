@@ -30,12 +30,13 @@ AWAITING_RERUN: dict[str, str] = {
         "loop's parts in sentences of their own); the ratio of its checkpoints alone printed and recorded"
     ),
     "02-capture-mode": (
-        "issue 47: the capture guard's advice says what section 2 shows and which arguments take "
-        "literals only; the equality goal's line is judged only on an H200"
+        "issue 47: the capture guard's advice says what section 2 shows and which arguments fail "
+        "wrapped in ndd.capture.invariant; the equality goal's line is judged only on an H200"
     ),
     "05-photos-at-scale": (
-        "issue 47: the answer's goal ratios printed beside their goals, its CPU time the table's; the "
-        "picks with their ways' names in backticks; check_decodable says what the GPU decoder does"
+        "issue 47: the answer's goal ratios printed to the decimals their goals need, its CPU time the "
+        "table's; the picks with their ways' names in backticks; check_decodable says what the GPU "
+        "decoder does"
     ),
 }
 

@@ -647,15 +647,18 @@ def answer(
         "the capture loop",
         faster="more CPU time than",
         slower="less CPU time than",
+        same="CPU time not distinguishable from that of",
         against=(goal_targets(SLUG)[CPU_GOAL],),
     )
     pooled = {w.name: alone.cpu_per_1000(w.name) for w in alone.ways}  # the table's figures, unrounded
     least = min(pooled, key=pooled.__getitem__)
-    near = [f"`{n}`" for n in pooled if n != least and pooled[n] <= 1.05 * pooled[least]]  # no interval: 5%
+    near = [  # no interval: within 5%, each with the table's figure
+        f"`{n}`, {pooled[n]:.2f}" for n in pooled if n != least and pooled[n] <= 1.05 * pooled[least]
+    ]
     lines.append(
         f"- **CPU time per image**, alone: the best DataLoader took {more}; "
         f"the least of every row: `{least}`, {pooled[least]:.2f} s per 1,000 images"
-        + (f" ({', '.join(near)} within 5% of it, with no interval to tell them apart)" if near else "")
+        + (f" ({'; '.join(near)}: within 5% of it, with no interval to tell them apart)" if near else "")
         + "."
     )
     ready = {

@@ -847,6 +847,8 @@ def _outside(cost: Mapping[str, Any], direct: Ratio) -> str:
     lies against the direct measurement's interval, said as time added (a slowdown of ``1 / ratio -
     1``): below it, within it or above it, each compared as printed (one decimal of a percent), and
     worded as what this run shows."""
+    if not 0 < direct.low <= direct.high < math.inf:  # a single trial has no interval
+        return ""
     low, high = 1 / direct.high - 1, 1 / direct.low - 1
     shown = {name: float(_percent(v)[:-1]) for name, v in (("low", low), ("high", high))}
     estimate = float(_percent(cost["share_of_steps"])[:-1])
@@ -897,8 +899,8 @@ def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
     """Resumable capture against capture with one reader, over epochs of this run's length (and the
     time an epoch added, from the mean rates); then its two parts: a reader per epoch without
     checkpoints against one reader, and that loop with checkpoints added against it without them;
-    then what one epoch length leaves open (a cost paid once an epoch is the same for a longer
-    epoch, but a smaller share of its time); last, resumable capture against eager mode with
+    then what one epoch length leaves open (whether a cost paid once an epoch stays the same for a
+    longer epoch, and so is a smaller share of its time); last, resumable capture against eager mode with
     checkpoints. ``r``: the ratios of ``COMPARISONS`` by label; each comparison worded by
     :func:`versus`."""
     resumable = r["capture, epoch readers + checkpoints / capture"]
@@ -906,22 +908,26 @@ def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
     checkpoints = r["capture, epoch readers + checkpoints / capture, epoch readers"]
     eager = r["capture, epoch readers + checkpoints / eager + checkpoints"]
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
-    once = "the once-an-epoch cost (a new reader, trace and pipeline) is a smaller share of each epoch"
+    once = (
+        "if the cost paid once an epoch (a new reader, trace and pipeline) does not grow with the epoch, "
+        "it is a smaller share of a longer one"
+    )
     if found is None:
         over = "over this run's epochs"
-        length = f"This run's trials do not say one epoch length; with longer epochs, {once}."
+        length = f"This run's trials do not say one epoch length; {once}."
     else:
         steps, seconds = found
         more = "more" if seconds > 0 else "less"
         over = (
             f"over epochs of {steps} steps, about {abs(seconds):.2f} s {more} an epoch (from the mean rates)"
         )
-        length = f"This run times one epoch length: with longer epochs, {once}."
+        length = f"This run times epochs of one length, so it cannot tell: {once}."
     already = "already " if _side(readers) is not None and _side(readers) == _side(resumable) else ""
+    alone = versus(readers, "capture mode with one reader")
     return (
         "Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture mode was "
-        f"**{versus(resumable, 'capture mode with one reader and no checkpoints')}** {over}. A reader per "
-        f"epoch without checkpoints was {already}{versus(readers, 'capture mode with one reader')}; with "
+        f"**{versus(resumable, 'capture mode with one reader and no checkpoints')}** {over}. With a reader "
+        f"per epoch and no checkpoints, the loop was {already}{alone}; with "
         f"checkpoints added, the loop was {versus(checkpoints, 'the same loop without them')}. {length} "
         f"The resumable capture loop was **{versus(eager, 'eager mode with checkpoints')}**."
     )
