@@ -1113,7 +1113,7 @@ MACHINERY_IN_SIGHT = (
 )
 NOT_YET: dict[str, dict[str, str]] = {
     "first_ndd": {},
-    "screens": {"notebooks/03-feeding-pytorch-fast.html": MACHINERY_IN_SIGHT},
+    "screens": {},
     "phone_screens": {"notebooks/07-video-clips.html": MACHINERY_IN_SIGHT},
 }
 
