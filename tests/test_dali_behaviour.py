@@ -568,6 +568,9 @@ NORMALIZE_CALLS: dict[str, Callable[[object], object]] = {
     "extent per dimension, ndd.capture.invariant": lambda rows: ndd.normalize(
         rows, mean=ndd.capture.invariant(ROWS_MEAN), stddev=2.0
     ),
+    "extent per dimension, a scalar stddev by name": lambda rows: ndd.normalize(
+        rows, mean=ROWS_MEAN, stddev=SCALAR_MEAN
+    ),
 }
 
 
@@ -603,3 +606,14 @@ def test_normalize_takes_a_mean_with_an_extent_per_input_dimension(how: str) -> 
     assert np.array_equal(_normalized(how), _normalized("scalar literal")), changed(
         "docs/pages/dali-behaviour.md, section 14"
     )
+
+
+def test_normalize_takes_a_per_call_mean_and_stddev_of_one_shape_only() -> None:
+    """Section 14: given both per call, mean and stddev must have one shape; an array mean beside a
+    scalar stddev by name fails, beside a literal one it works (the test above)."""
+    with pytest.raises(RuntimeError) as raised:
+        _normalized("extent per dimension, a scalar stddev by name")
+    cause: BaseException = raised.value
+    while cause.__cause__ is not None:  # DALI's own message is the first cause
+        cause = cause.__cause__
+    assert "their shapes must match" in str(cause), changed("docs/pages/dali-behaviour.md, section 14")

@@ -114,7 +114,8 @@ def test_the_advice_says_what_notebook_02_shows_and_which_arguments_fail_wrapped
     advice = capture_guard.WHAT_TO_DO
     assert "shows each rule" not in advice
     assert "In DALI 2.4.0 some fail wrapped too: `squeeze`'s `axes`, and `normalize`'s" in advice
-    assert "`mean` and `stddev` as scalars (an array with the input's dimensions works)" in advice
-    assert "literals, or names bound once in the function" in advice
+    assert "`mean` and `stddev` as scalars (arrays with the input's dimensions work, both of one" in advice
+    assert "both of one shape); write those as literals" in advice
+    assert "literals, or names bound once in the function to a literal (a tuple, not a list)" in advice
     assert "shows a global in `range=` running its operator eagerly and ndd.capture.invariant(...)" in advice
     assert "globals in `device=` and `batch_size=` that stop nothing" in advice
