@@ -909,19 +909,19 @@ def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
     eager = r["capture, epoch readers + checkpoints / eager + checkpoints"]
     found = epoch_cost(bench, "capture, epoch readers + checkpoints", "capture")
     once = (
-        "if the cost paid once an epoch (a new reader, trace and pipeline) does not grow with the epoch, "
-        "it is a smaller share of a longer one"
+        "whether the cost paid once an epoch (a new reader, trace and pipeline) grows with the epoch; if "
+        "it does not, it is a smaller share of a longer one"
     )
     if found is None:
         over = "over this run's epochs"
-        length = f"This run's trials do not say one epoch length; {once}."
+        length = f"This run's trials do not say one epoch length, nor {once}."
     else:
         steps, seconds = found
         more = "more" if seconds > 0 else "less"
         over = (
             f"over epochs of {steps} steps, about {abs(seconds):.2f} s {more} an epoch (from the mean rates)"
         )
-        length = f"This run times epochs of one length, so it cannot tell: {once}."
+        length = f"This run times epochs of one length, so it cannot tell {once}."
     already = "already " if _side(readers) is not None and _side(readers) == _side(resumable) else ""
     alone = versus(readers, "capture mode with one reader")
     return (

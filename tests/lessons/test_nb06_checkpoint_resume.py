@@ -370,8 +370,9 @@ def test_the_conclusion_follows_the_interval_of_resumable_capture(resumable: Rat
         "them (1.00x [0.90-1.10])."
     ) in text
     assert (
-        "This run's trials do not say one epoch length; if the cost paid once an epoch (a new reader, "
-        "trace and pipeline) does not grow with the epoch, it is a smaller share of a longer one."
+        "This run's trials do not say one epoch length, nor whether the cost paid once an epoch (a new "
+        "reader, trace and pipeline) grows with the epoch; if it does not, it is a smaller share of a "
+        "longer one."
     ) in text
 
 
@@ -504,9 +505,9 @@ def test_resumable_capture_is_said_in_sentences_of_their_own() -> None:
         "of 256 steps, about 1.17 s more an epoch (from the mean rates). With a reader per epoch and no "
         "checkpoints, the loop was already slower than capture mode with one reader (0.46x [0.41-0.53]); "
         "with checkpoints added, the loop was not distinguishable from the same loop without them (0.98x "
-        "[0.83-1.15]). This run times epochs of one length, so it cannot tell: if the cost paid once an "
-        "epoch (a new reader, trace and pipeline) does not grow with the epoch, it is a smaller share of a "
-        "longer one. The resumable capture loop was "
+        "[0.83-1.15]). This run times epochs of one length, so it cannot tell whether the cost paid once "
+        "an epoch (a new reader, trace and pipeline) grows with the epoch; if it does not, it is a smaller "
+        "share of a longer one. The resumable capture loop was "
         "**slower than eager mode with checkpoints (0.83x [0.75-0.91])**."
     )
 
