@@ -126,9 +126,9 @@ def _check_rates(label: str, values: Sequence[float]) -> list[float]:
 def decimals(*bounds: float, against: Sequence[float] = (1.0,)) -> int:
     """How many decimals an interval's bounds are printed with: two, more where a bound would
     round to a value it is compared with (1, a goal) from one side of it (an interval that
-    excludes 1 must not read as touching it), four at most."""
+    excludes 1 must not read as touching it), as many as that takes (twelve at most)."""
     digits = 2
-    while digits < 4 and any(
+    while digits < 12 and any(
         b != v and round(b, digits) == round(v, digits) for b in bounds for v in against
     ):
         digits += 1

@@ -179,6 +179,13 @@ def test_a_ratio_beside_a_goal_keeps_its_bounds_on_their_side_of_the_goal() -> N
     assert r.shown_against(1.5) == str(r)
 
 
+def test_a_bound_a_hair_above_one_is_printed_above_one() -> None:
+    """The words follow the interval, and so must the printed bounds: 1.00001 is not "1.0000"."""
+    r = Ratio(1.00003, 1.00001, 1.00005, 12, True)
+    assert str(r) == "1.00003x [1.00001-1.00005]"
+    assert versus(r, "x").startswith("faster than x (1.00003x [1.00001-")
+
+
 def test_a_comparison_beside_a_goal_prints_the_bounds_the_goal_needs() -> None:
     """``versus(..., against=...)``: the same words, the interval with the decimals that keep each
     bound on its side of the goal (notebook 05's 0.973x [0.968-0.978] for a goal of 0.97)."""
