@@ -890,11 +890,6 @@ def epoch_cost(bench: Any, slower: str, faster: str) -> tuple[int, float] | None
     return int(steps), seconds
 
 
-def _side(r: Ratio) -> str | None:
-    """The side of 1 that a ratio's 95% interval lies on (as :func:`versus` words it), or None."""
-    return "faster" if r.low > 1 else "slower" if r.high < 1 else None
-
-
 def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
     """Resumable capture against capture with one reader, over epochs of this run's length (and the
     time an epoch added, from the mean rates); then its two parts: a reader per epoch without
@@ -922,7 +917,7 @@ def _resumable_capture(bench: Any, r: Mapping[str, Ratio]) -> str:
             f"over epochs of {steps} steps, about {abs(seconds):.2f} s {more} an epoch (from the mean rates)"
         )
         length = f"This run times epochs of one length, so it cannot tell {once}."
-    already = "already " if _side(readers) is not None and _side(readers) == _side(resumable) else ""
+    already = "already " if readers.side is not None and readers.side == resumable.side else ""
     alone = versus(readers, "capture mode with one reader")
     return (
         "Made resumable (a reader, a random generator and an `EvalContext` per epoch), capture mode was "

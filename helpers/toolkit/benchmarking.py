@@ -177,6 +177,12 @@ class Ratio:
     def __str__(self) -> str:
         return self.shown_against()
 
+    @property
+    def side(self) -> str | None:
+        """The side of 1 that the whole interval lies on: "faster" above, "slower" below, None when
+        it holds 1 (not distinguishable)."""
+        return "faster" if self.low > 1 else "slower" if self.high < 1 else None
+
     def shown_against(self, *values: float) -> str:
         """The ratio and its interval, with the decimals that keep each bound on its side of 1
         and of ``values`` (a goal: [1.598-1.871] for a goal of 1.6, not [1.60-1.87])."""
@@ -229,7 +235,7 @@ def versus(
     the ratio and its interval follow in each case, with the decimals that keep each bound on its
     side of 1 and of ``against``, a goal: :meth:`Ratio.shown_against`; an empty ``reference``:
     the words alone)."""
-    words = faster if r.low > 1 else slower if r.high < 1 else same
+    words = {"faster": faster, "slower": slower, None: same}[r.side]
     return " ".join(filter(None, (words, reference, f"({r.shown_against(*against)})")))
 
 
