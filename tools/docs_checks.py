@@ -21,17 +21,9 @@ _EMBEDDED_IMAGE = re.compile(r'<img\b[^>]*\bsrc="data:image/[a-z+]+;base64,([^"]
 # keep their run's order. The next full-scale run on the GPU machine replaces them: drop the name
 # then (tests/notebooks/test_committed_notebooks.py says when).
 AWAITING_RERUN: dict[str, str] = {
-    "03-feeding-pytorch-fast": (
-        "issue 47: its bookkeeping cells moved into its lessons module (folded); knob findings name the "
-        "knob's value; goal lines and chart judged only on an H200"
-    ),
     "06-checkpoint-resume": (
         "issue 47: its generated cost line and conclusion reworded (time added to one decimal; the resumable "
         "loop's parts in sentences of their own); the ratio of its checkpoints alone printed and recorded"
-    ),
-    "02-capture-mode": (
-        "issue 47: the capture guard's advice says what section 2 shows and which arguments fail "
-        "wrapped in ndd.capture.invariant; the equality goal's line is judged only on an H200"
     ),
     "05-photos-at-scale": (
         "issue 47: the answer's goal ratios printed to the decimals their goals need, its CPU time the "
